@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sroce - software RoCE v2 RDMA device.
+ *
+ * Module entry points, the "sroce" rdma link type and the netdev notifier
+ * that ties each sroce device to the life of its Ethernet netdev.
+ *
+ * Device list rules
+ * -----------------
+ * Out-of-tree drivers share RDMA_DRIVER_UNKNOWN, so ib_core cannot find "our"
+ * devices for us and ib_unregister_driver() is off limits. sroce_devs holds
+ * every device this module created, protected by sroce_devs_lock:
+ *
+ *  - newlink puts an entry on the list (under RTNL, so the notifier sees a
+ *    consistent netdev state) before registering it. The list owns a
+ *    get_device() reference, so the memory stays valid while listed.
+ *  - dealloc_driver, the last op ib_core calls, drops the netdev reference
+ *    and marks the entry dead but leaves it on the list.
+ *  - A dead entry is reaped (removed and its reference put) only after
+ *    calling ib_unregister_device() on it. For a device that is already
+ *    unregistered this just waits for ib_core's unregistration lock, which
+ *    whoever ran dealloc_driver holds until it is back in ib_core code. So
+ *    once module exit has reaped the last entry, no thread can still be
+ *    executing this module's code for a device. This is the fence that
+ *    ib_unregister_driver() would otherwise provide; queued unregistrations
+ *    (from the notifier) are covered by it as well, since a queued work
+ *    item only calls into the module through dealloc_driver.
+ *  - Lookups by netdev skip dead entries. The notifier takes a registration
+ *    reference (ib_device_try_get) under the lock and calls into ib_core
+ *    only after dropping it.
+ *
+ * Lock order: RTNL -> sroce_devs_lock, and ib_core's per-device
+ * unregistration lock -> sroce_devs_lock. Nothing here takes RTNL or calls
+ * into ib_core while holding sroce_devs_lock, and nothing waits for an
+ * unregistration while holding RTNL.
+ */
+
+#include <linux/if_arp.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/rtnetlink.h>
+#include <rdma/rdma_netlink.h>
+
+#include "sroce.h"
+
+static LIST_HEAD(sroce_devs);
+static DEFINE_MUTEX(sroce_devs_lock);
+
+static struct sroce_dev *sroce_find_live(const struct net_device *ndev)
+{
+	struct sroce_dev *sdev;
+
+	lockdep_assert_held(&sroce_devs_lock);
+
+	list_for_each_entry(sdev, &sroce_devs, list)
+		if (!sdev->dead && sdev->ndev == ndev)
+			return sdev;
+	return NULL;
+}
+
+/*
+ * Drop the list's reference on an entry already taken off the list.
+ * Unregisters the device if it is still registered, otherwise waits for
+ * the thread that unregistered it to leave ib_core's unregistration path.
+ */
+static void sroce_forget(struct sroce_dev *sdev)
+{
+	ib_unregister_device(&sdev->ibdev);
+	put_device(&sdev->ibdev.dev);
+}
+
+static void sroce_reap_dead(void)
+{
+	struct sroce_dev *sdev, *tmp;
+	LIST_HEAD(dead);
+
+	mutex_lock(&sroce_devs_lock);
+	list_for_each_entry_safe(sdev, tmp, &sroce_devs, list)
+		if (sdev->dead)
+			list_move_tail(&sdev->list, &dead);
+	mutex_unlock(&sroce_devs_lock);
+
+	list_for_each_entry_safe(sdev, tmp, &dead, list) {
+		list_del_init(&sdev->list);
+		sroce_forget(sdev);
+	}
+}
+
+void sroce_dealloc_driver(struct ib_device *ibdev)
+{
+	struct sroce_dev *sdev = to_sdev(ibdev);
+	struct net_device *ndev;
+
+	ida_destroy(&sdev->pd_ida);
+
+	mutex_lock(&sroce_devs_lock);
+	sdev->dead = true;
+	ndev = sdev->ndev;
+	sdev->ndev = NULL;
+	mutex_unlock(&sroce_devs_lock);
+
+	netdev_put(ndev, &sdev->ndev_tracker);
+}
+
+/* Called under RTNL with a registration reference on the device. */
+static void sroce_port_update(struct sroce_dev *sdev, struct net_device *ndev)
+{
+	enum ib_port_state state = sroce_port_state(ndev);
+	struct ib_event event = {
+		.device = &sdev->ibdev,
+		.element.port_num = SROCE_PORT,
+	};
+
+	ASSERT_RTNL();
+
+	if (state == sdev->port_state)
+		return;
+	sdev->port_state = state;
+
+	event.event = state == IB_PORT_ACTIVE ? IB_EVENT_PORT_ACTIVE :
+						IB_EVENT_PORT_ERR;
+	ib_dispatch_event(&event);
+}
+
+static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
+{
+	struct sroce_dev *sdev;
+	int err = 0;
+
+	sroce_reap_dead();
+
+	if (ndev->type != ARPHRD_ETHER || ndev->addr_len != ETH_ALEN)
+		return -EINVAL;
+
+	sdev = ib_alloc_device(sroce_dev, ibdev);
+	if (!sdev)
+		return -ENOMEM;
+
+	/* Our own reference: a concurrent newlink may reap the list's. */
+	get_device(&sdev->ibdev.dev);
+
+	INIT_LIST_HEAD(&sdev->list);
+	ida_init(&sdev->pd_ida);
+	netdev_hold(ndev, &sdev->ndev_tracker, GFP_KERNEL);
+	sdev->ndev = ndev;
+	sroce_setup_ibdev(sdev);
+
+	/*
+	 * Under RTNL the netdev is either registered, and then its
+	 * NETDEV_UNREGISTER will find the device on the list, or already on
+	 * its way out.
+	 */
+	rtnl_lock();
+	if (ndev->reg_state != NETREG_REGISTERED)
+		err = -ENODEV;
+	else
+		err = ib_device_set_netdev(&sdev->ibdev, ndev, SROCE_PORT);
+	if (!err) {
+		mutex_lock(&sroce_devs_lock);
+		if (sroce_find_live(ndev)) {
+			err = -EEXIST;
+		} else {
+			sdev->port_state = sroce_port_state(ndev);
+			get_device(&sdev->ibdev.dev);
+			list_add_tail(&sdev->list, &sroce_devs);
+		}
+		mutex_unlock(&sroce_devs_lock);
+	}
+	rtnl_unlock();
+	if (err)
+		goto err_dealloc;
+
+	err = ib_register_device(&sdev->ibdev, ibdev_name, NULL);
+	if (err) {
+		mutex_lock(&sroce_devs_lock);
+		list_del_init(&sdev->list);
+		mutex_unlock(&sroce_devs_lock);
+		put_device(&sdev->ibdev.dev);
+		goto err_dealloc;
+	}
+
+	/*
+	 * The notifier cannot act on a device before it is registered. Catch
+	 * up on what happened to the netdev meanwhile: if it is going away,
+	 * unregister; otherwise report a port state change.
+	 */
+	rtnl_lock();
+	if (ib_device_try_get(&sdev->ibdev)) {
+		if (sdev->ndev_gone) {
+			ib_unregister_device_queued(&sdev->ibdev);
+		} else {
+			sroce_port_update(sdev, ndev);
+			ibdev_info(&sdev->ibdev, "attached to %s\n",
+				   netdev_name(ndev));
+		}
+		ib_device_put(&sdev->ibdev);
+	}
+	rtnl_unlock();
+	goto out;
+
+err_dealloc:
+	/* Calls dealloc_driver, which drops the netdev reference. */
+	ib_dealloc_device(&sdev->ibdev);
+out:
+	put_device(&sdev->ibdev.dev);
+	return err;
+}
+
+static struct rdma_link_ops sroce_link_ops = {
+	.type = SROCE_LINK_TYPE,
+	.newlink = sroce_newlink,
+};
+
+static int sroce_netdev_event(struct notifier_block *nb, unsigned long event,
+			      void *ptr)
+{
+	struct net_device *ndev = netdev_notifier_info_to_dev(ptr);
+	struct sroce_dev *sdev;
+	bool held = false;
+
+	switch (event) {
+	case NETDEV_UP:
+	case NETDEV_DOWN:
+	case NETDEV_CHANGE:
+	case NETDEV_CHANGEMTU:
+	case NETDEV_UNREGISTER:
+		break;
+	default:
+		return NOTIFY_DONE;
+	}
+
+	mutex_lock(&sroce_devs_lock);
+	sdev = sroce_find_live(ndev);
+	if (sdev) {
+		if (event == NETDEV_UNREGISTER)
+			sdev->ndev_gone = true;
+		held = ib_device_try_get(&sdev->ibdev);
+	}
+	mutex_unlock(&sroce_devs_lock);
+	if (!held)
+		return NOTIFY_DONE;
+
+	switch (event) {
+	case NETDEV_UNREGISTER:
+		/*
+		 * Also sent when the netdev moves to another namespace. The
+		 * netdev waits (outside RTNL) for our references, which the
+		 * queued unregistration releases.
+		 */
+		ib_unregister_device_queued(&sdev->ibdev);
+		break;
+	default:
+		/*
+		 * The active MTU is derived from the netdev on every
+		 * query_port, so an MTU change needs no bookkeeping here.
+		 */
+		sroce_port_update(sdev, ndev);
+		break;
+	}
+	ib_device_put(&sdev->ibdev);
+
+	return NOTIFY_OK;
+}
+
+static struct notifier_block sroce_netdev_nb = {
+	.notifier_call = sroce_netdev_event,
+};
+
+static int __init sroce_init(void)
+{
+	int err;
+
+	err = register_netdevice_notifier(&sroce_netdev_nb);
+	if (err)
+		return err;
+
+	rdma_link_register(&sroce_link_ops);
+	return 0;
+}
+
+static void __exit sroce_exit(void)
+{
+	struct sroce_dev *sdev;
+
+	/* Waits for running newlink calls; no new devices after this. */
+	rdma_link_unregister(&sroce_link_ops);
+
+	/*
+	 * Keep the notifier while devices remain, so a netdev that goes away
+	 * meanwhile still gets its references back. Unregistering it last
+	 * also keeps its replay of DOWN/UNREGISTER events from reaching
+	 * devices of ours.
+	 */
+	for (;;) {
+		mutex_lock(&sroce_devs_lock);
+		sdev = list_first_entry_or_null(&sroce_devs, struct sroce_dev,
+						list);
+		if (sdev)
+			list_del_init(&sdev->list);
+		mutex_unlock(&sroce_devs_lock);
+		if (!sdev)
+			break;
+		sroce_forget(sdev);
+	}
+
+	unregister_netdevice_notifier(&sroce_netdev_nb);
+}
+
+module_init(sroce_init);
+module_exit(sroce_exit);
+
+MODULE_DESCRIPTION("Software RoCE v2 RDMA device");
+MODULE_LICENSE("GPL");
+MODULE_ALIAS_RDMA_LINK(SROCE_LINK_TYPE);

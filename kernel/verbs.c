@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sroce - ib_device_ops glue: device and port queries, user contexts, sysfs
+ * attributes and the ops table itself.
+ */
+
+#include <linux/etherdevice.h>
+#include <linux/rtnetlink.h>
+#include <linux/sysfs.h>
+#include <rdma/ib_mad.h>
+
+#include "sroce.h"
+
+enum ib_port_state sroce_port_state(const struct net_device *ndev)
+{
+	if (netif_running(ndev) && netif_carrier_ok(ndev) &&
+	    netif_oper_up(ndev))
+		return IB_PORT_ACTIVE;
+	return IB_PORT_DOWN;
+}
+
+/* Largest IB MTU whose full-sized packets fit into the netdev MTU. */
+static enum ib_mtu sroce_active_mtu(unsigned int ndev_mtu)
+{
+	unsigned int payload;
+
+	if (ndev_mtu <= SROCE_MAX_HDR_OVERHEAD)
+		return IB_MTU_256;
+	payload = ndev_mtu - SROCE_MAX_HDR_OVERHEAD;
+
+	if (payload >= 4096)
+		return IB_MTU_4096;
+	if (payload >= 2048)
+		return IB_MTU_2048;
+	if (payload >= 1024)
+		return IB_MTU_1024;
+	if (payload >= 512)
+		return IB_MTU_512;
+	return IB_MTU_256;
+}
+
+static int sroce_query_device(struct ib_device *ibdev,
+			      struct ib_device_attr *attr,
+			      struct ib_udata *udata)
+{
+	if (udata && (udata->inlen || udata->outlen))
+		return -EINVAL;
+
+	memset(attr, 0, sizeof(*attr));
+
+	attr->fw_ver = SROCE_FW_VER;
+	attr->sys_image_guid = ibdev->node_guid;
+	attr->max_mr_size = SROCE_MAX_MR_SIZE;
+	attr->page_size_cap = GENMASK_ULL(31, PAGE_SHIFT);
+	attr->vendor_id = SROCE_VENDOR_ID;
+	attr->vendor_part_id = SROCE_VENDOR_PART_ID;
+	attr->hw_ver = SROCE_HW_VER;
+	attr->max_qp = SROCE_MAX_QP;
+	attr->max_qp_wr = SROCE_MAX_QP_WR;
+	/*
+	 * Capability flags claim only what works today: no QPs exist yet, so
+	 * no RNR NAK generation, fast registration or atomics.
+	 */
+	attr->device_cap_flags = IB_DEVICE_SYS_IMAGE_GUID;
+	/*
+	 * ib_core clears the attributes before asking for them at
+	 * registration, so the flag that lets "rdma link del" remove the
+	 * device has to be reported here.
+	 */
+	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
+	attr->max_send_sge = SROCE_MAX_SGE;
+	attr->max_recv_sge = SROCE_MAX_SGE;
+	attr->max_sge_rd = SROCE_MAX_SGE;
+	attr->max_cq = SROCE_MAX_CQ;
+	attr->max_cqe = SROCE_MAX_CQE;
+	attr->max_mr = SROCE_MAX_MR;
+	attr->max_pd = SROCE_MAX_PD;
+	attr->max_qp_rd_atom = SROCE_MAX_QP_RD_ATOM;
+	attr->max_qp_init_rd_atom = SROCE_MAX_QP_RD_ATOM;
+	attr->max_res_rd_atom = SROCE_MAX_RES_RD_ATOM;
+	attr->atomic_cap = IB_ATOMIC_NONE;
+	attr->masked_atomic_cap = IB_ATOMIC_NONE;
+	attr->max_ah = SROCE_MAX_AH;
+	attr->max_srq = SROCE_MAX_SRQ;
+	attr->max_srq_wr = SROCE_MAX_SRQ_WR;
+	attr->max_srq_sge = SROCE_MAX_SRQ_SGE;
+	attr->max_fast_reg_page_list_len = SROCE_MAX_FRPL_LEN;
+	attr->max_pkeys = SROCE_PKEY_TBL_LEN;
+	attr->local_ca_ack_delay = SROCE_LOCAL_CA_ACK_DELAY;
+
+	return 0;
+}
+
+static int sroce_query_port(struct ib_device *ibdev, u32 port,
+			    struct ib_port_attr *attr)
+{
+	struct net_device *ndev = to_sdev(ibdev)->ndev;
+	u16 speed;
+	u8 width;
+
+	if (port != SROCE_PORT)
+		return -EINVAL;
+
+	/* ib_query_port() has zeroed *attr. */
+	attr->state = sroce_port_state(ndev);
+	attr->phys_state = attr->state == IB_PORT_ACTIVE ?
+			   IB_PORT_PHYS_STATE_LINK_UP :
+			   IB_PORT_PHYS_STATE_DISABLED;
+	attr->max_mtu = IB_MTU_4096;
+	attr->active_mtu = sroce_active_mtu(READ_ONCE(ndev->mtu));
+	attr->gid_tbl_len = SROCE_GID_TBL_LEN;
+	attr->ip_gids = 1;
+	attr->port_cap_flags = IB_PORT_CM_SUP;
+	attr->max_msg_sz = SROCE_MAX_MSG_SZ;
+	attr->pkey_tbl_len = SROCE_PKEY_TBL_LEN;
+	attr->max_vl_num = 1;
+
+	/* Takes RTNL; falls back to the slowest rate if the netdev is gone. */
+	if (ib_get_eth_speed(ibdev, port, &speed, &width)) {
+		speed = IB_SPEED_SDR;
+		width = IB_WIDTH_1X;
+	}
+	attr->active_speed = speed;
+	attr->active_width = width;
+
+	return 0;
+}
+
+static int sroce_get_port_immutable(struct ib_device *ibdev, u32 port,
+				    struct ib_port_immutable *immutable)
+{
+	if (port != SROCE_PORT)
+		return -EINVAL;
+
+	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+	immutable->gid_tbl_len = SROCE_GID_TBL_LEN;
+	immutable->pkey_tbl_len = SROCE_PKEY_TBL_LEN;
+	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
+
+	return 0;
+}
+
+static int sroce_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
+			    u16 *pkey)
+{
+	if (port != SROCE_PORT || index >= SROCE_PKEY_TBL_LEN)
+		return -EINVAL;
+
+	*pkey = SROCE_DEFAULT_PKEY;
+	return 0;
+}
+
+static enum rdma_link_layer sroce_get_link_layer(struct ib_device *ibdev,
+						 u32 port)
+{
+	return IB_LINK_LAYER_ETHERNET;
+}
+
+static void sroce_get_dev_fw_str(struct ib_device *ibdev, char *str)
+{
+	snprintf(str, IB_FW_VERSION_NAME_MAX, "%u.%u.%u", SROCE_FW_MAJOR,
+		 SROCE_FW_MINOR, SROCE_FW_SUB);
+}
+
+static int sroce_alloc_ucontext(struct ib_ucontext *ibuc,
+				struct ib_udata *udata)
+{
+	struct sroce_alloc_ucontext_resp resp = {
+		.abi_version = SROCE_UVERBS_ABI_VERSION,
+	};
+
+	if (!udata || !udata->outlen)
+		return 0;
+
+	return ib_copy_to_udata(udata, &resp,
+				min_t(size_t, sizeof(resp), udata->outlen));
+}
+
+static void sroce_dealloc_ucontext(struct ib_ucontext *ibuc)
+{
+}
+
+/*
+ * Called when the device goes away while a process still has it open. The
+ * context owns nothing that needs revoking yet (no mappings, no queues), but
+ * the op must exist: without it uverbs pins the module for every open file
+ * and unregistration waits for user space to close it.
+ */
+static void sroce_disassociate_ucontext(struct ib_ucontext *ibuc)
+{
+}
+
+static ssize_t sroce_abi_version_show(struct device *device,
+				      struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", SROCE_UVERBS_ABI_VERSION);
+}
+
+/*
+ * The netdev name can change under us; RTNL serialises against renames.
+ * Nobody removes this attribute while holding RTNL, so waiting for it here
+ * cannot deadlock against device removal.
+ */
+static ssize_t parent_show(struct device *device,
+			   struct device_attribute *attr, char *buf)
+{
+	struct sroce_dev *sdev =
+		rdma_device_to_drv_device(device, struct sroce_dev, ibdev);
+	ssize_t len;
+
+	rtnl_lock();
+	len = sysfs_emit(buf, "%s\n", netdev_name(sdev->ndev));
+	rtnl_unlock();
+
+	return len;
+}
+
+/* Named by the ABI header so the provider and the module cannot disagree. */
+static struct device_attribute sroce_dev_attr_abi_version = {
+	.attr = { .name = SROCE_SYSFS_ABI_ATTR, .mode = 0444 },
+	.show = sroce_abi_version_show,
+};
+static DEVICE_ATTR_RO(parent);
+
+static struct attribute *sroce_dev_attrs[] = {
+	&sroce_dev_attr_abi_version.attr,
+	&dev_attr_parent.attr,
+	NULL,
+};
+
+static const struct attribute_group sroce_attr_group = {
+	.attrs = sroce_dev_attrs,
+};
+
+static const struct ib_device_ops sroce_dev_ops = {
+	.owner = THIS_MODULE,
+	.driver_id = RDMA_DRIVER_UNKNOWN,
+	.uverbs_abi_ver = SROCE_UVERBS_ABI_VERSION,
+	.device_group = &sroce_attr_group,
+
+	.alloc_pd = sroce_alloc_pd,
+	.alloc_ucontext = sroce_alloc_ucontext,
+	.dealloc_driver = sroce_dealloc_driver,
+	.dealloc_pd = sroce_dealloc_pd,
+	.dealloc_ucontext = sroce_dealloc_ucontext,
+	.disassociate_ucontext = sroce_disassociate_ucontext,
+	.get_dev_fw_str = sroce_get_dev_fw_str,
+	.get_link_layer = sroce_get_link_layer,
+	.get_port_immutable = sroce_get_port_immutable,
+	.query_device = sroce_query_device,
+	.query_pkey = sroce_query_pkey,
+	.query_port = sroce_query_port,
+
+	INIT_RDMA_OBJ_SIZE(ib_pd, sroce_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_ucontext, sroce_ucontext, ibuc),
+};
+
+/* Modified EUI-64 from a MAC: flip the universal/local bit, insert ff:fe. */
+static __be64 sroce_guid_from_mac(const u8 *mac)
+{
+	u8 eui[8];
+	__be64 guid;
+
+	eui[0] = mac[0] ^ 0x02;
+	eui[1] = mac[1];
+	eui[2] = mac[2];
+	eui[3] = 0xff;
+	eui[4] = 0xfe;
+	eui[5] = mac[3];
+	eui[6] = mac[4];
+	eui[7] = mac[5];
+	memcpy(&guid, eui, sizeof(guid));
+
+	return guid;
+}
+
+/* Fill in the ib_device of a freshly allocated sroce_dev (sdev->ndev set). */
+void sroce_setup_ibdev(struct sroce_dev *sdev)
+{
+	struct ib_device *ibdev = &sdev->ibdev;
+
+	ibdev->node_type = RDMA_NODE_IB_CA;
+	ibdev->phys_port_cnt = 1;
+	ibdev->num_comp_vectors = 1;
+	ibdev->node_guid = sroce_guid_from_mac(sdev->ndev->dev_addr);
+	strscpy(ibdev->node_desc, SROCE_NODE_DESC, sizeof(ibdev->node_desc));
+
+	ib_set_device_ops(ibdev, &sroce_dev_ops);
+}
