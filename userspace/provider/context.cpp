@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Device context: open/close, device and port queries, and the ops table.
+ */
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#include "abi_attr.h"
+#include "sroce.h"
+
+namespace sroce {
+
+/*
+ * Ops sroce implements. Everything left NULL keeps libibverbs' default, which
+ * fails with EOPNOTSUPP (dummy_ops.c, v44).
+ */
+constinit const verbs_context_ops context_ops = [] {
+	verbs_context_ops ops{};
+	ops.alloc_pd = sroce_alloc_pd;
+	ops.dealloc_pd = sroce_dealloc_pd;
+	ops.free_context = sroce_free_context;
+	ops.query_device_ex = sroce_query_device_ex;
+	ops.query_port = sroce_query_port;
+	return ops;
+}();
+
+namespace {
+
+using get_context_resp =
+	abi::with_driver_data<abi::resp_get_context_core, sroce_alloc_ucontext_resp>;
+static_assert(abi::driver_data_is_adjacent<abi::resp_get_context_core,
+					   sroce_alloc_ucontext_resp>());
+
+} // namespace
+} // namespace sroce
+
+extern "C" {
+
+verbs_context *sroce_alloc_context(struct ibv_device *ibdev, int cmd_fd,
+				   void * /* private_data */)
+{
+	/* The offset of the verbs_context inside ours, passed as a pointer. */
+	auto *const vctx_offset = reinterpret_cast<verbs_context *>(
+		static_cast<uintptr_t>(offsetof(sroce::context, vctx)));
+
+	auto *ctx = static_cast<sroce::context *>(_verbs_init_and_alloc_context(
+		ibdev, cmd_fd, sizeof(sroce::context), vctx_offset,
+		RDMA_DRIVER_UNKNOWN));
+	if (!ctx)
+		return nullptr;	/* cmd_fd already closed, errno set */
+
+	sroce::abi::cmd_get_context cmd{};
+	sroce::get_context_resp resp{};
+	int err = ibv_cmd_get_context(&ctx->vctx, &cmd, sizeof(cmd), &resp.core,
+				      sizeof(resp));
+	if (err) {
+		sroce_log(&ctx->vctx, SROCE_VERBS_LOG_ERR,
+			  "get_context failed: errno %d", err);
+		goto fail;
+	}
+
+	if (!sroce::abi_supported(resp.drv.abi_version)) {
+		sroce_log(&ctx->vctx, SROCE_VERBS_LOG_ERR,
+			  "kernel reports ABI %u, provider supports %u to %u",
+			  resp.drv.abi_version, sroce::kMinKernelAbi,
+			  sroce::kMaxKernelAbi);
+		err = EPROTO;
+		goto fail;
+	}
+	ctx->kernel_abi = resp.drv.abi_version;
+	sroce_log(&ctx->vctx, SROCE_VERBS_LOG_DEBUG,
+		  "%s: kernel ABI %u, %d completion vectors",
+		  ibdev->name, ctx->kernel_abi, ctx->vctx.context.num_comp_vectors);
+
+	verbs_set_ops(&ctx->vctx, &sroce::context_ops);
+	return &ctx->vctx;
+
+fail:
+	/* Closes cmd_fd (and any async fd) and drops the device reference. */
+	verbs_uninit_context(&ctx->vctx);
+	std::free(ctx);
+	errno = err;
+	return nullptr;
+}
+
+void sroce_free_context(struct ibv_context *ibctx)
+{
+	sroce::context *ctx = sroce::get_context(ibctx);
+
+	verbs_uninit_context(&ctx->vctx);
+	std::free(ctx);
+}
+
+int sroce_query_device_ex(struct ibv_context *ibctx,
+			  const struct ibv_query_device_ex_input *input,
+			  struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	struct ib_uverbs_ex_query_device_resp resp = {};
+	size_t resp_size = sizeof(resp);
+
+	const int err = ibv_cmd_query_device_any(ibctx, input, attr, attr_size,
+						 &resp, &resp_size);
+	if (err)
+		return err;
+
+	/* 64-bit firmware version rendered as major.minor.sub-minor. */
+	const uint64_t fw = resp.base.fw_ver;
+	std::snprintf(attr->orig_attr.fw_ver, sizeof(attr->orig_attr.fw_ver),
+		      "%u.%u.%u", static_cast<unsigned>((fw >> 32) & 0xffff),
+		      static_cast<unsigned>((fw >> 16) & 0xffff),
+		      static_cast<unsigned>(fw & 0xffff));
+	return 0;
+}
+
+int sroce_query_port(struct ibv_context *ibctx, uint8_t port_num,
+		     struct ibv_port_attr *port_attr)
+{
+	sroce::abi::cmd_query_port cmd{};
+
+	return ibv_cmd_query_port(ibctx, port_num, port_attr, &cmd, sizeof(cmd));
+}
+
+} // extern "C"

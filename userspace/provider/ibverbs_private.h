@@ -1,0 +1,509 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The part of libibverbs' private provider interface (symbol version
+ * IBVERBS_PRIVATE_34, rdma-core 44) that sroce uses.
+ *
+ * Debian ships no <infiniband/driver.h> or <infiniband/kern-abi.h>, so this
+ * header declares, from the documented ABI, exactly the structures and
+ * functions the provider touches. Nothing in libibverbs checks these layouts at
+ * run time: a mismatch silently corrupts memory. Every size and offset the
+ * provider relies on is therefore pinned below with static_assert. The numbers
+ * were read from rdma-core tag v44.0 (libibverbs/driver.h, kern-abi.h) and
+ * cross-checked against the machine code of Debian's libibverbs1 44.0-2.
+ *
+ * Only x86-64 (LP64) is supported; the asserts encode LP64 offsets.
+ *
+ * When a new op or structure is needed, add it here together with its
+ * assertions, never in the .cpp files.
+ */
+#ifndef SROCE_IBVERBS_PRIVATE_H
+#define SROCE_IBVERBS_PRIVATE_H
+
+#include <cstddef>
+#include <cstdint>
+#include <ctime>
+#include <sys/types.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/ib_user_ioctl_verbs.h>
+#include <rdma/ib_user_verbs.h>
+
+static_assert(sizeof(void *) == 8 && sizeof(long) == 8,
+	      "ibverbs_private.h encodes the LP64 layout of libibverbs 44");
+
+/*
+ * Everything libibverbs sees (structures holding function pointers, and the
+ * functions themselves) has C language linkage.
+ */
+extern "C" {
+
+/* ------------------------------------------------------------------------ */
+/* Public structures we embed: pin what we assume about them.                */
+/* (Debian's verbs.h is byte-identical to rdma-core v44.0 libibverbs/verbs.h) */
+
+static_assert(sizeof(struct ibv_device) == 664, "ibv_device size (verbs.h v44)");
+static_assert(sizeof(struct ibv_context) == 328, "ibv_context size (verbs.h v44)");
+static_assert(sizeof(struct verbs_context) == 648,
+	      "verbs_context size (verbs.h v44)");
+static_assert(offsetof(struct verbs_context, context) == 320,
+	      "verbs_context.context offset (verbs.h v44)");
+static_assert(IBV_SYSFS_NAME_MAX == 64 && IBV_SYSFS_PATH_MAX == 256,
+	      "sysfs name/path buffer sizes (verbs.h v44)");
+
+/* ------------------------------------------------------------------------ */
+/* Log levels understood by __verbs_log (driver.h v44 lines 52-58).          */
+
+enum : uint32_t {
+	SROCE_VERBS_LOG_NONE = 0,
+	SROCE_VERBS_LOG_ERR = 1,
+	SROCE_VERBS_LOG_WARN = 2,
+	SROCE_VERBS_LOG_INFO = 3,
+	SROCE_VERBS_LOG_DEBUG = 4,
+};
+
+/* ------------------------------------------------------------------------ */
+/* Device matching (driver.h v44 lines 192-266).                              */
+
+/* verbs_match_ent.kind values */
+enum : uint8_t {
+	SROCE_VERBS_MATCH_SENTINEL = 0,
+	SROCE_VERBS_MATCH_PCI = 1,
+	SROCE_VERBS_MATCH_MODALIAS = 2,
+	SROCE_VERBS_MATCH_DRIVER_ID = 3,
+};
+
+/* verbs_sysfs_dev.flags bits */
+enum : unsigned int {
+	SROCE_VSYSFS_READ_MODALIAS = 1u << 0,
+	SROCE_VSYSFS_READ_NODE_GUID = 1u << 1,
+};
+
+struct verbs_match_ent {
+	void *driver_data;
+	union {
+		const char *modalias;	/* fnmatch() pattern */
+		uint64_t driver_id;	/* enum rdma_driver_id */
+	} u;
+	uint16_t vendor;
+	uint16_t device;
+	uint8_t kind;
+};
+static_assert(sizeof(verbs_match_ent) == 24);
+static_assert(offsetof(verbs_match_ent, driver_data) == 0);
+static_assert(offsetof(verbs_match_ent, u) == 8);
+static_assert(offsetof(verbs_match_ent, vendor) == 16);
+static_assert(offsetof(verbs_match_ent, device) == 18);
+static_assert(offsetof(verbs_match_ent, kind) == 20);
+
+/* ccan/list.h struct list_node: two pointers. Owned by libibverbs. */
+struct sroce_ccan_list_node {
+	sroce_ccan_list_node *next;
+	sroce_ccan_list_node *prev;
+};
+static_assert(sizeof(sroce_ccan_list_node) == 16);
+
+/*
+ * One uverbs device found by libibverbs (netlink or sysfs scan). ibdev_path is
+ * "<sysfs root>/class/infiniband/<ibdev_name>" in both scan modes, so it is
+ * the directory holding the device's own attributes.
+ */
+struct verbs_sysfs_dev {
+	sroce_ccan_list_node entry;
+	void *provider_data;
+	const verbs_match_ent *match;	/* set by the table match, per provider */
+	unsigned int flags;
+	char sysfs_name[IBV_SYSFS_NAME_MAX];	/* "uverbsN" */
+	dev_t sysfs_cdev;
+	char ibdev_name[IBV_SYSFS_NAME_MAX];	/* current (maybe renamed) name */
+	char ibdev_path[IBV_SYSFS_PATH_MAX];
+	char modalias[512];
+	uint64_t node_guid;
+	uint32_t driver_id;		/* from netlink; 0 (UNKNOWN) in sysfs mode */
+	enum ibv_node_type node_type;
+	int ibdev_idx;
+	uint32_t num_ports;
+	uint32_t abi_ver;		/* the device's uverbs ABI version */
+	struct timespec time_created;
+};
+static_assert(sizeof(dev_t) == 8 && sizeof(struct timespec) == 16);
+static_assert(sizeof(enum ibv_node_type) == 4);
+static_assert(offsetof(verbs_sysfs_dev, provider_data) == 16);
+static_assert(offsetof(verbs_sysfs_dev, match) == 24);
+static_assert(offsetof(verbs_sysfs_dev, flags) == 32);
+static_assert(offsetof(verbs_sysfs_dev, sysfs_name) == 36);
+static_assert(offsetof(verbs_sysfs_dev, sysfs_cdev) == 104);
+static_assert(offsetof(verbs_sysfs_dev, ibdev_name) == 112);
+static_assert(offsetof(verbs_sysfs_dev, ibdev_path) == 176);
+static_assert(offsetof(verbs_sysfs_dev, modalias) == 432);
+static_assert(offsetof(verbs_sysfs_dev, node_guid) == 944);
+static_assert(offsetof(verbs_sysfs_dev, driver_id) == 952);
+static_assert(offsetof(verbs_sysfs_dev, node_type) == 956);
+static_assert(offsetof(verbs_sysfs_dev, ibdev_idx) == 960);
+static_assert(offsetof(verbs_sysfs_dev, num_ports) == 964);
+static_assert(offsetof(verbs_sysfs_dev, abi_ver) == 968);
+static_assert(offsetof(verbs_sysfs_dev, time_created) == 976);
+static_assert(sizeof(verbs_sysfs_dev) == 992);
+
+/* ------------------------------------------------------------------------ */
+/* Provider and device descriptors (driver.h v44 lines 268-297).             */
+
+struct verbs_device;
+
+struct verbs_device_ops {
+	const char *name;
+	/* Accepted range of the device's uverbs ABI (verbs_sysfs_dev.abi_ver). */
+	uint32_t match_min_abi_version;
+	uint32_t match_max_abi_version;
+	const verbs_match_ent *match_table;	/* sentinel-terminated */
+	const verbs_device_ops **static_providers;
+	/* Called for every device after the table match; final say. */
+	bool (*match_device)(verbs_sysfs_dev *sysfs_dev);
+	verbs_context *(*alloc_context)(struct ibv_device *device, int cmd_fd,
+					void *private_data);
+	verbs_context *(*import_context)(struct ibv_device *device, int cmd_fd);
+	verbs_device *(*alloc_device)(verbs_sysfs_dev *sysfs_dev);
+	void (*uninit_device)(verbs_device *device);
+};
+static_assert(offsetof(verbs_device_ops, name) == 0);
+static_assert(offsetof(verbs_device_ops, match_min_abi_version) == 8);
+static_assert(offsetof(verbs_device_ops, match_max_abi_version) == 12);
+static_assert(offsetof(verbs_device_ops, match_table) == 16);
+static_assert(offsetof(verbs_device_ops, static_providers) == 24);
+static_assert(offsetof(verbs_device_ops, match_device) == 32);
+static_assert(offsetof(verbs_device_ops, alloc_context) == 40);
+static_assert(offsetof(verbs_device_ops, import_context) == 48);
+static_assert(offsetof(verbs_device_ops, alloc_device) == 56);
+static_assert(offsetof(verbs_device_ops, uninit_device) == 64);
+static_assert(sizeof(verbs_device_ops) == 72);
+
+/*
+ * The provider allocates this (embedded at offset 0 of its own device struct,
+ * zero-filled); libibverbs fills in everything after alloc_device returns.
+ */
+struct verbs_device {
+	struct ibv_device device;	/* must stay first */
+	const verbs_device_ops *ops;
+	int refcount;			/* C11 atomic_int, libibverbs-owned */
+	sroce_ccan_list_node entry;
+	verbs_sysfs_dev *sysfs;
+	uint64_t core_support;
+};
+static_assert(offsetof(verbs_device, device) == 0);
+static_assert(offsetof(verbs_device, ops) == 664);
+static_assert(offsetof(verbs_device, refcount) == 672);
+static_assert(offsetof(verbs_device, entry) == 680);
+static_assert(offsetof(verbs_device, sysfs) == 696);
+static_assert(offsetof(verbs_device, core_support) == 704);
+static_assert(sizeof(verbs_device) == 712);
+
+/* ------------------------------------------------------------------------ */
+/* Context ops (driver.h v44 lines 311-448): 76 pointers, sorted by name.    */
+/*
+ * verbs_set_ops() copies every non-NULL member; members left NULL keep the
+ * library's defaults (dummy_ops.c), which fail with EOPNOTSUPP. Ops the
+ * provider does not implement yet are declared as untyped slots; give a slot
+ * its real prototype (from driver.h v44) when implementing it.
+ */
+using sroce_op_slot = void (*)(void);
+
+struct verbs_context_ops {
+	sroce_op_slot advise_mr;
+	sroce_op_slot alloc_dm;
+	sroce_op_slot alloc_mw;
+	sroce_op_slot alloc_null_mr;
+	sroce_op_slot alloc_parent_domain;
+	struct ibv_pd *(*alloc_pd)(struct ibv_context *context);
+	sroce_op_slot alloc_td;
+	sroce_op_slot async_event;
+	sroce_op_slot attach_counters_point_flow;
+	sroce_op_slot attach_mcast;
+	sroce_op_slot bind_mw;
+	sroce_op_slot close_xrcd;
+	sroce_op_slot cq_event;
+	sroce_op_slot create_ah;
+	sroce_op_slot create_counters;
+	sroce_op_slot create_cq;
+	sroce_op_slot create_cq_ex;
+	sroce_op_slot create_flow;
+	sroce_op_slot create_flow_action_esp;
+	sroce_op_slot create_qp;
+	sroce_op_slot create_qp_ex;
+	sroce_op_slot create_rwq_ind_table;
+	sroce_op_slot create_srq;
+	sroce_op_slot create_srq_ex;
+	sroce_op_slot create_wq;
+	sroce_op_slot dealloc_mw;
+	int (*dealloc_pd)(struct ibv_pd *pd);
+	sroce_op_slot dealloc_td;
+	sroce_op_slot dereg_mr;
+	sroce_op_slot destroy_ah;
+	sroce_op_slot destroy_counters;
+	sroce_op_slot destroy_cq;
+	sroce_op_slot destroy_flow;
+	sroce_op_slot destroy_flow_action;
+	sroce_op_slot destroy_qp;
+	sroce_op_slot destroy_rwq_ind_table;
+	sroce_op_slot destroy_srq;
+	sroce_op_slot destroy_wq;
+	sroce_op_slot detach_mcast;
+	void (*free_context)(struct ibv_context *context);
+	sroce_op_slot free_dm;
+	sroce_op_slot get_srq_num;
+	sroce_op_slot import_dm;
+	sroce_op_slot import_mr;
+	sroce_op_slot import_pd;
+	sroce_op_slot modify_cq;
+	sroce_op_slot modify_flow_action_esp;
+	sroce_op_slot modify_qp;
+	sroce_op_slot modify_qp_rate_limit;
+	sroce_op_slot modify_srq;
+	sroce_op_slot modify_wq;
+	sroce_op_slot open_qp;
+	sroce_op_slot open_xrcd;
+	sroce_op_slot poll_cq;
+	sroce_op_slot post_recv;
+	sroce_op_slot post_send;
+	sroce_op_slot post_srq_ops;
+	sroce_op_slot post_srq_recv;
+	int (*query_device_ex)(struct ibv_context *context,
+			       const struct ibv_query_device_ex_input *input,
+			       struct ibv_device_attr_ex *attr, size_t attr_size);
+	sroce_op_slot query_ece;
+	int (*query_port)(struct ibv_context *context, uint8_t port_num,
+			  struct ibv_port_attr *port_attr);
+	sroce_op_slot query_qp;
+	sroce_op_slot query_qp_data_in_order;
+	sroce_op_slot query_rt_values;
+	sroce_op_slot query_srq;
+	sroce_op_slot read_counters;
+	sroce_op_slot reg_dm_mr;
+	sroce_op_slot reg_dmabuf_mr;
+	sroce_op_slot reg_mr;
+	sroce_op_slot req_notify_cq;
+	sroce_op_slot rereg_mr;
+	sroce_op_slot resize_cq;
+	sroce_op_slot set_ece;
+	sroce_op_slot unimport_dm;
+	sroce_op_slot unimport_mr;
+	sroce_op_slot unimport_pd;
+};
+static_assert(sizeof(verbs_context_ops) == 76 * sizeof(void *),
+	      "verbs_context_ops has 76 members in v44");
+
+/* Slot index of every member, as in driver.h v44 (alphabetical order). */
+#define SROCE_ASSERT_OP_SLOT(member, index)                                    \
+	static_assert(offsetof(verbs_context_ops, member) ==                   \
+			      (index) * sizeof(void *),                        \
+		      "verbs_context_ops." #member " slot")
+SROCE_ASSERT_OP_SLOT(advise_mr, 0);
+SROCE_ASSERT_OP_SLOT(alloc_dm, 1);
+SROCE_ASSERT_OP_SLOT(alloc_mw, 2);
+SROCE_ASSERT_OP_SLOT(alloc_null_mr, 3);
+SROCE_ASSERT_OP_SLOT(alloc_parent_domain, 4);
+SROCE_ASSERT_OP_SLOT(alloc_pd, 5);
+SROCE_ASSERT_OP_SLOT(alloc_td, 6);
+SROCE_ASSERT_OP_SLOT(async_event, 7);
+SROCE_ASSERT_OP_SLOT(attach_counters_point_flow, 8);
+SROCE_ASSERT_OP_SLOT(attach_mcast, 9);
+SROCE_ASSERT_OP_SLOT(bind_mw, 10);
+SROCE_ASSERT_OP_SLOT(close_xrcd, 11);
+SROCE_ASSERT_OP_SLOT(cq_event, 12);
+SROCE_ASSERT_OP_SLOT(create_ah, 13);
+SROCE_ASSERT_OP_SLOT(create_counters, 14);
+SROCE_ASSERT_OP_SLOT(create_cq, 15);
+SROCE_ASSERT_OP_SLOT(create_cq_ex, 16);
+SROCE_ASSERT_OP_SLOT(create_flow, 17);
+SROCE_ASSERT_OP_SLOT(create_flow_action_esp, 18);
+SROCE_ASSERT_OP_SLOT(create_qp, 19);
+SROCE_ASSERT_OP_SLOT(create_qp_ex, 20);
+SROCE_ASSERT_OP_SLOT(create_rwq_ind_table, 21);
+SROCE_ASSERT_OP_SLOT(create_srq, 22);
+SROCE_ASSERT_OP_SLOT(create_srq_ex, 23);
+SROCE_ASSERT_OP_SLOT(create_wq, 24);
+SROCE_ASSERT_OP_SLOT(dealloc_mw, 25);
+SROCE_ASSERT_OP_SLOT(dealloc_pd, 26);
+SROCE_ASSERT_OP_SLOT(dealloc_td, 27);
+SROCE_ASSERT_OP_SLOT(dereg_mr, 28);
+SROCE_ASSERT_OP_SLOT(destroy_ah, 29);
+SROCE_ASSERT_OP_SLOT(destroy_counters, 30);
+SROCE_ASSERT_OP_SLOT(destroy_cq, 31);
+SROCE_ASSERT_OP_SLOT(destroy_flow, 32);
+SROCE_ASSERT_OP_SLOT(destroy_flow_action, 33);
+SROCE_ASSERT_OP_SLOT(destroy_qp, 34);
+SROCE_ASSERT_OP_SLOT(destroy_rwq_ind_table, 35);
+SROCE_ASSERT_OP_SLOT(destroy_srq, 36);
+SROCE_ASSERT_OP_SLOT(destroy_wq, 37);
+SROCE_ASSERT_OP_SLOT(detach_mcast, 38);
+SROCE_ASSERT_OP_SLOT(free_context, 39);
+SROCE_ASSERT_OP_SLOT(free_dm, 40);
+SROCE_ASSERT_OP_SLOT(get_srq_num, 41);
+SROCE_ASSERT_OP_SLOT(import_dm, 42);
+SROCE_ASSERT_OP_SLOT(import_mr, 43);
+SROCE_ASSERT_OP_SLOT(import_pd, 44);
+SROCE_ASSERT_OP_SLOT(modify_cq, 45);
+SROCE_ASSERT_OP_SLOT(modify_flow_action_esp, 46);
+SROCE_ASSERT_OP_SLOT(modify_qp, 47);
+SROCE_ASSERT_OP_SLOT(modify_qp_rate_limit, 48);
+SROCE_ASSERT_OP_SLOT(modify_srq, 49);
+SROCE_ASSERT_OP_SLOT(modify_wq, 50);
+SROCE_ASSERT_OP_SLOT(open_qp, 51);
+SROCE_ASSERT_OP_SLOT(open_xrcd, 52);
+SROCE_ASSERT_OP_SLOT(poll_cq, 53);
+SROCE_ASSERT_OP_SLOT(post_recv, 54);
+SROCE_ASSERT_OP_SLOT(post_send, 55);
+SROCE_ASSERT_OP_SLOT(post_srq_ops, 56);
+SROCE_ASSERT_OP_SLOT(post_srq_recv, 57);
+SROCE_ASSERT_OP_SLOT(query_device_ex, 58);
+SROCE_ASSERT_OP_SLOT(query_ece, 59);
+SROCE_ASSERT_OP_SLOT(query_port, 60);
+SROCE_ASSERT_OP_SLOT(query_qp, 61);
+SROCE_ASSERT_OP_SLOT(query_qp_data_in_order, 62);
+SROCE_ASSERT_OP_SLOT(query_rt_values, 63);
+SROCE_ASSERT_OP_SLOT(query_srq, 64);
+SROCE_ASSERT_OP_SLOT(read_counters, 65);
+SROCE_ASSERT_OP_SLOT(reg_dm_mr, 66);
+SROCE_ASSERT_OP_SLOT(reg_dmabuf_mr, 67);
+SROCE_ASSERT_OP_SLOT(reg_mr, 68);
+SROCE_ASSERT_OP_SLOT(req_notify_cq, 69);
+SROCE_ASSERT_OP_SLOT(rereg_mr, 70);
+SROCE_ASSERT_OP_SLOT(resize_cq, 71);
+SROCE_ASSERT_OP_SLOT(set_ece, 72);
+SROCE_ASSERT_OP_SLOT(unimport_dm, 73);
+SROCE_ASSERT_OP_SLOT(unimport_mr, 74);
+SROCE_ASSERT_OP_SLOT(unimport_pd, 75);
+#undef SROCE_ASSERT_OP_SLOT
+
+/* ------------------------------------------------------------------------ */
+/* Legacy write() command layouts (kern-abi.h v44 lines 76-97, 176-203).     */
+/*
+ * A legacy command buffer is the 8-byte ib_uverbs_cmd_hdr followed by the
+ * core request; a response buffer starts with the core response. libibverbs
+ * computes the core sizes from its own compiled structs and treats every byte
+ * after them as driver data (UHW), so our buffers must start with exactly the
+ * core layout and the driver part must follow with no padding. The core
+ * structs of <rdma/ib_user_verbs.h> end in flexible arrays and cannot be
+ * embedded, hence the fixed-size twins below, each pinned to the uapi header.
+ */
+namespace sroce::abi {
+
+static_assert(sizeof(ib_uverbs_cmd_hdr) == 8);
+
+/* IB_USER_VERBS_CMD_GET_CONTEXT: libibverbs' struct ibv_get_context */
+struct cmd_get_context {
+	ib_uverbs_cmd_hdr hdr;
+	uint64_t response;		/* filled in by libibverbs */
+};
+static_assert(sizeof(ib_uverbs_get_context) == 8);
+static_assert(offsetof(cmd_get_context, response) ==
+	      sizeof(ib_uverbs_cmd_hdr) + offsetof(ib_uverbs_get_context, response));
+static_assert(sizeof(cmd_get_context) ==
+	      sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_get_context));
+
+struct resp_get_context_core {
+	uint32_t async_fd;
+	uint32_t num_comp_vectors;
+};
+static_assert(sizeof(resp_get_context_core) == sizeof(ib_uverbs_get_context_resp));
+static_assert(offsetof(resp_get_context_core, async_fd) ==
+	      offsetof(ib_uverbs_get_context_resp, async_fd));
+static_assert(offsetof(resp_get_context_core, num_comp_vectors) ==
+	      offsetof(ib_uverbs_get_context_resp, num_comp_vectors));
+
+/* IB_USER_VERBS_CMD_QUERY_PORT: libibverbs' struct ibv_query_port */
+struct cmd_query_port {
+	ib_uverbs_cmd_hdr hdr;
+	uint64_t response;
+	uint8_t port_num;
+	uint8_t reserved[7];
+};
+static_assert(sizeof(ib_uverbs_query_port) == 16);
+static_assert(offsetof(cmd_query_port, port_num) ==
+	      sizeof(ib_uverbs_cmd_hdr) + offsetof(ib_uverbs_query_port, port_num));
+static_assert(sizeof(cmd_query_port) ==
+	      sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_query_port));
+
+/* IB_USER_VERBS_CMD_ALLOC_PD: libibverbs' struct ibv_alloc_pd */
+struct cmd_alloc_pd {
+	ib_uverbs_cmd_hdr hdr;
+	uint64_t response;
+};
+static_assert(sizeof(ib_uverbs_alloc_pd) == 8);
+static_assert(sizeof(cmd_alloc_pd) ==
+	      sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_alloc_pd));
+
+/* Note: 4 bytes, so driver data follows at offset 4. */
+struct resp_alloc_pd_core {
+	uint32_t pd_handle;
+};
+static_assert(sizeof(resp_alloc_pd_core) == sizeof(ib_uverbs_alloc_pd_resp));
+static_assert(sizeof(ib_uverbs_alloc_pd_resp) == 4);
+
+} // namespace sroce::abi
+
+/* ------------------------------------------------------------------------ */
+/* Functions exported by libibverbs.so.1 at IBVERBS_PRIVATE_34.             */
+/* (prototypes as in driver.h v44; command structs use the twins above)     */
+
+/* Name carries the private ABI number (driver.h v44 lines 464-468). */
+void verbs_register_driver_34(const verbs_device_ops *ops);
+
+void __verbs_log(verbs_context *ctx, uint32_t level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/*
+ * calloc(alloc_size), put the verbs_context at byte offset
+ * (uintptr_t)context_offset, initialise it with every op set to the
+ * EOPNOTSUPP defaults. Owns cmd_fd: closes it on failure.
+ * driver_id goes into every ioctl header; it must equal the kernel's.
+ */
+void *_verbs_init_and_alloc_context(struct ibv_device *device, int cmd_fd,
+				    size_t alloc_size,
+				    verbs_context *context_offset,
+				    uint32_t driver_id);
+void verbs_uninit_context(verbs_context *context);
+void verbs_set_ops(verbs_context *vctx, const verbs_context_ops *ops);
+
+/* All ibv_cmd_* return 0 or a positive errno value. */
+int ibv_cmd_get_context(verbs_context *context,
+			sroce::abi::cmd_get_context *cmd, size_t cmd_size,
+			sroce::abi::resp_get_context_core *resp,
+			size_t resp_size);
+int ibv_cmd_query_device_any(struct ibv_context *context,
+			     const struct ibv_query_device_ex_input *input,
+			     struct ibv_device_attr_ex *attr, size_t attr_size,
+			     struct ib_uverbs_ex_query_device_resp *resp,
+			     size_t *resp_size);
+int ibv_cmd_query_port(struct ibv_context *context, uint8_t port_num,
+		       struct ibv_port_attr *port_attr,
+		       sroce::abi::cmd_query_port *cmd, size_t cmd_size);
+int ibv_cmd_alloc_pd(struct ibv_context *context, struct ibv_pd *pd,
+		     sroce::abi::cmd_alloc_pd *cmd, size_t cmd_size,
+		     sroce::abi::resp_alloc_pd_core *resp, size_t resp_size);
+int ibv_cmd_dealloc_pd(struct ibv_pd *pd);
+
+} // extern "C"
+
+namespace sroce::abi {
+
+/*
+ * A core command or response struct followed by the sroce driver payload.
+ * Use driver_data_is_adjacent() in a static_assert for every instantiation:
+ * the driver part must start exactly where libibverbs' core struct ends.
+ */
+template <typename CoreT, typename DrvT>
+struct with_driver_data {
+	CoreT core;
+	DrvT drv;
+};
+
+template <typename CoreT, typename DrvT>
+constexpr bool driver_data_is_adjacent()
+{
+	using whole = with_driver_data<CoreT, DrvT>;
+	return offsetof(whole, drv) == sizeof(CoreT) &&
+	       sizeof(whole) == sizeof(CoreT) + sizeof(DrvT);
+}
+
+} // namespace sroce::abi
+
+#endif /* SROCE_IBVERBS_PRIVATE_H */

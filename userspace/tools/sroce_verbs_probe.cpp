@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sroce-verbs-probe DEVICE [PORT]
+ *
+ * Checks which verbs a device's provider implements: the implemented ones must
+ * succeed, the not-yet-implemented ones must fail cleanly (NULL or an error
+ * code, errno EOPNOTSUPP) without crashing. One line per verb on stdout:
+ *
+ *   <verb>: ok
+ *   <verb>: errno=<N> (<NAME>)
+ *
+ * followed by "  FAIL: ..." when the outcome is not the expected one, and a
+ * final "RESULT: PASS" or "RESULT: FAIL". Exit status 0 only on PASS, 1 on
+ * FAIL, 2 on bad usage or an unknown device.
+ *
+ * As verbs get implemented, move them from Expect::unsupported to
+ * Expect::works in the tables below.
+ */
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <infiniband/verbs.h>
+
+namespace {
+
+enum class Expect { works, unsupported };
+
+/* Outcome of one verb: 0 for success, else the errno value it reported. */
+struct Outcome {
+	int err = 0;
+};
+
+struct Probe {
+	const char *verb;
+	Expect expect;
+	std::function<Outcome()> run;
+};
+
+int failures = 0;
+
+std::string errno_text(int err)
+{
+	const char *name = strerrorname_np(err);
+	return "errno=" + std::to_string(err) + " (" + (name ? name : "?") + ")";
+}
+
+void report(const char *verb, Expect expect, Outcome out)
+{
+	if (out.err == 0)
+		std::printf("%s: ok\n", verb);
+	else
+		std::printf("%s: %s\n", verb, errno_text(out.err).c_str());
+
+	if (expect == Expect::works && out.err != 0) {
+		std::printf("  FAIL: expected success\n");
+		failures++;
+	} else if (expect == Expect::unsupported && out.err != EOPNOTSUPP) {
+		std::printf("  FAIL: expected %s\n", errno_text(EOPNOTSUPP).c_str());
+		failures++;
+	}
+	std::fflush(stdout);
+}
+
+void run_all(const std::vector<Probe> &probes)
+{
+	for (const Probe &p : probes)
+		report(p.verb, p.expect, p.run());
+}
+
+/*
+ * A creating verb: returns an object or NULL with errno set. An object that
+ * should not exist yet is destroyed again so the probe can continue.
+ */
+template <typename T, typename Create, typename Destroy>
+Outcome creating(Create create, Destroy destroy)
+{
+	errno = 0;
+	T *obj = create();
+	if (!obj)
+		return Outcome{errno ? errno : EINVAL};
+	destroy(obj);
+	return Outcome{0};
+}
+
+int usage(const char *argv0)
+{
+	std::fprintf(stderr, "usage: %s DEVICE [PORT]\n", argv0);
+	return 2;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || argc > 3)
+		return usage(argv[0]);
+	const char *want = argv[1];
+	uint8_t port = 1;
+	if (argc == 3) {
+		char *end = nullptr;
+		const long v = std::strtol(argv[2], &end, 10);
+		if (!*argv[2] || *end || v < 1 || v > 255)
+			return usage(argv[0]);
+		port = static_cast<uint8_t>(v);
+	}
+
+	int num = 0;
+	struct ibv_device **list = ibv_get_device_list(&num);
+	if (!list) {
+		std::fprintf(stderr, "ERROR ibv_get_device_list: %s\n",
+			     errno_text(errno).c_str());
+		return 2;
+	}
+	struct ibv_device *dev = nullptr;
+	for (int i = 0; i < num; i++)
+		if (std::strcmp(ibv_get_device_name(list[i]), want) == 0)
+			dev = list[i];
+	if (!dev) {
+		std::fprintf(stderr, "ERROR device %s not found\n", want);
+		ibv_free_device_list(list);
+		return 2;
+	}
+
+	struct ibv_context *ctx = ibv_open_device(dev);
+	report("open_device", Expect::works, Outcome{ctx ? 0 : errno});
+	if (!ctx) {
+		std::printf("RESULT: FAIL\n");
+		ibv_free_device_list(list);
+		return 1;
+	}
+
+	struct ibv_pd *pd = nullptr;
+	static char buf[4096] __attribute__((aligned(4096)));
+
+	const std::vector<Probe> implemented = {
+		{"query_device", Expect::works,
+		 [&] {
+			 struct ibv_device_attr a = {};
+			 const int rc = ibv_query_device(ctx, &a);
+			 if (rc == 0)
+				 std::printf("  fw_ver=%s vendor_id=0x%x max_qp=%d max_cq=%d max_mr=%d max_pd=%d ports=%u\n",
+					     a.fw_ver, a.vendor_id, a.max_qp,
+					     a.max_cq, a.max_mr, a.max_pd,
+					     a.phys_port_cnt);
+			 return Outcome{rc};
+		 }},
+		{"query_device_ex", Expect::works,
+		 [&] {
+			 struct ibv_device_attr_ex a = {};
+			 return Outcome{ibv_query_device_ex(ctx, nullptr, &a)};
+		 }},
+		{"query_port", Expect::works,
+		 [&] {
+			 struct ibv_port_attr a = {};
+			 const int rc = ibv_query_port(ctx, port, &a);
+			 if (rc == 0)
+				 std::printf("  port %u: state=%s active_mtu=%d link_layer=%u gid_tbl_len=%d\n",
+					     port, ibv_port_state_str(a.state),
+					     a.active_mtu ? 128 << a.active_mtu : 0,
+					     a.link_layer, a.gid_tbl_len);
+			 return Outcome{rc};
+		 }},
+		{"alloc_pd", Expect::works,
+		 [&] {
+			 errno = 0;
+			 pd = ibv_alloc_pd(ctx);
+			 return Outcome{pd ? 0 : (errno ? errno : EINVAL)};
+		 }},
+	};
+	run_all(implemented);
+
+	if (pd) {
+		const std::vector<Probe> pending = {
+			{"create_cq", Expect::unsupported,
+			 [&] {
+				 return creating<struct ibv_cq>(
+					 [&] { return ibv_create_cq(ctx, 16, nullptr, nullptr, 0); },
+					 [](struct ibv_cq *cq) { ibv_destroy_cq(cq); });
+			 }},
+			{"create_cq_ex", Expect::unsupported,
+			 [&] {
+				 return creating<struct ibv_cq_ex>(
+					 [&] {
+						 struct ibv_cq_init_attr_ex a = {};
+						 a.cqe = 16;
+						 a.wc_flags = IBV_WC_STANDARD_FLAGS;
+						 return ibv_create_cq_ex(ctx, &a);
+					 },
+					 [](struct ibv_cq_ex *cq) { ibv_destroy_cq(ibv_cq_ex_to_cq(cq)); });
+			 }},
+			{"reg_mr", Expect::unsupported,
+			 [&] {
+				 return creating<struct ibv_mr>(
+					 [&] {
+						 /* int: verbs.h's ibv_reg_mr macro mixes enum types */
+						 const int access = IBV_ACCESS_LOCAL_WRITE;
+						 return ibv_reg_mr(pd, buf, sizeof(buf), access);
+					 },
+					 [](struct ibv_mr *mr) { ibv_dereg_mr(mr); });
+			 }},
+			{"alloc_mw", Expect::unsupported,
+			 [&] {
+				 return creating<struct ibv_mw>(
+					 [&] { return ibv_alloc_mw(pd, IBV_MW_TYPE_1); },
+					 [](struct ibv_mw *mw) { ibv_dealloc_mw(mw); });
+			 }},
+			{"create_srq", Expect::unsupported,
+			 [&] {
+				 return creating<struct ibv_srq>(
+					 [&] {
+						 struct ibv_srq_init_attr a = {};
+						 a.attr.max_wr = 16;
+						 a.attr.max_sge = 1;
+						 return ibv_create_srq(pd, &a);
+					 },
+					 [](struct ibv_srq *srq) { ibv_destroy_srq(srq); });
+			 }},
+			{"create_qp", Expect::unsupported,
+			 [&] {
+				 /* No CQ can exist yet; a real create_qp must reject this. */
+				 return creating<struct ibv_qp>(
+					 [&] {
+						 struct ibv_qp_init_attr a = {};
+						 a.qp_type = IBV_QPT_RC;
+						 a.cap.max_send_wr = 16;
+						 a.cap.max_recv_wr = 16;
+						 a.cap.max_send_sge = 1;
+						 a.cap.max_recv_sge = 1;
+						 return ibv_create_qp(pd, &a);
+					 },
+					 [](struct ibv_qp *qp) { ibv_destroy_qp(qp); });
+			 }},
+			{"create_ah", Expect::unsupported,
+			 [&] {
+				 return creating<struct ibv_ah>(
+					 [&] {
+						 struct ibv_ah_attr a = {};
+						 a.port_num = port;
+						 a.is_global = 1;
+						 a.grh.hop_limit = 64;
+						 return ibv_create_ah(pd, &a);
+					 },
+					 [](struct ibv_ah *ah) { ibv_destroy_ah(ah); });
+			 }},
+		};
+		run_all(pending);
+
+		report("dealloc_pd", Expect::works, Outcome{ibv_dealloc_pd(pd)});
+	}
+
+	report("close_device", Expect::works, Outcome{ibv_close_device(ctx)});
+	ibv_free_device_list(list);
+
+	std::printf("RESULT: %s\n", failures ? "FAIL" : "PASS");
+	return failures ? 1 : 0;
+}
