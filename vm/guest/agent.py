@@ -1,0 +1,138 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""In-guest command agent for the sroce QEMU rig.
+
+Speaks JSON lines over a virtio-serial port. Each request carries an "id" and
+an "op"; each reply echoes the id. Ops:
+  ping                          -> {}
+  run    cmd, timeout           -> rc, out, err   (rc 124 on timeout)
+  spawn  cmd                    -> handle          (runs in the background)
+  poll   handle                 -> done, rc, out, err (out/err only when done)
+  kill   handle, sig            -> {}
+  poweroff                      -> {} then the guest powers off
+Commands run under /bin/bash -c in their own process group, so a timeout kills
+everything they started.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+PORT_NAME = "sroce.agent"
+
+
+def find_port():
+    base = "/sys/class/virtio-ports"
+    for _ in range(200):
+        if os.path.isdir(base):
+            for p in os.listdir(base):
+                try:
+                    with open(os.path.join(base, p, "name")) as f:
+                        if f.read().strip() == PORT_NAME:
+                            return "/dev/" + p
+                except OSError:
+                    pass
+        time.sleep(0.05)
+    sys.exit("agent: no virtio port named " + PORT_NAME)
+
+
+class Job:
+    def __init__(self, cmd):
+        self.out = tempfile.TemporaryFile()
+        self.err = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(["/bin/bash", "-c", cmd], stdin=subprocess.DEVNULL,
+                                     stdout=self.out, stderr=self.err,
+                                     start_new_session=True)
+
+    def kill(self, sig=signal.SIGKILL):
+        try:
+            os.killpg(self.proc.pid, sig)
+        except ProcessLookupError:
+            pass
+
+    def result(self):
+        self.out.seek(0)
+        self.err.seek(0)
+        return {"rc": self.proc.returncode,
+                "out": self.out.read().decode(errors="replace"),
+                "err": self.err.read().decode(errors="replace")}
+
+
+def main():
+    path = find_port()
+    fd = os.open(path, os.O_RDWR)
+    rfile = os.fdopen(fd, "rb", buffering=0)
+    jobs = {}
+    next_handle = 1
+
+    def send(obj):
+        data = (json.dumps(obj) + "\n").encode()
+        while data:
+            n = os.write(fd, data)
+            data = data[n:]
+
+    send({"id": 0, "ready": True})
+    buf = b""
+    while True:
+        chunk = rfile.read(65536)
+        if not chunk:
+            time.sleep(0.05)
+            continue
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            try:
+                req = json.loads(line)
+            except ValueError:
+                continue
+            rid = req.get("id")
+            op = req.get("op")
+            reply = {"id": rid}
+            if op == "ping":
+                pass
+            elif op == "run":
+                job = Job(req["cmd"])
+                try:
+                    job.proc.wait(timeout=req.get("timeout", 60))
+                    reply.update(job.result())
+                except subprocess.TimeoutExpired:
+                    job.kill()
+                    job.proc.wait()
+                    reply.update(job.result())
+                    reply["rc"] = 124
+                    reply["timeout"] = True
+            elif op == "spawn":
+                jobs[next_handle] = Job(req["cmd"])
+                reply["handle"] = next_handle
+                next_handle += 1
+            elif op == "poll":
+                job = jobs.get(req["handle"])
+                if job is None:
+                    reply["error"] = "no such handle"
+                elif job.proc.poll() is None:
+                    reply["done"] = False
+                else:
+                    reply["done"] = True
+                    reply.update(job.result())
+                    del jobs[req["handle"]]
+            elif op == "kill":
+                job = jobs.get(req["handle"])
+                if job is not None:
+                    job.kill(req.get("sig", signal.SIGKILL))
+            elif op == "poweroff":
+                send(reply)
+                os.sync()
+                with open("/proc/sysrq-trigger", "w") as f:
+                    f.write("o")
+                time.sleep(60)
+                continue
+            else:
+                reply["error"] = "unknown op %r" % op
+            send(reply)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,661 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""The sroce QEMU rig: boots Debian kernels in guests joined by one Ethernet link.
+
+Each guest boots a Debian kernel image from /boot with a small busybox
+initramfs that mounts the host's /usr and /etc read-only over 9p, overlays
+them with tmpfs and switches to vm/guest/init.sh. Guests are joined by QEMU
+"-netdev stream" over unix sockets (two guests directly, more through a hub
+process on the host). Tests talk to each guest through an agent on a
+virtio-serial port (vm/guest/agent.py).
+
+Library use (pytest fixtures):   rig = Rig(guests=2); rig.start(); rig[0].run("...")
+Command line:                    vm/rig.py --guests 2 --script demo.sh
+"""
+import argparse
+import glob
+import hashlib
+import json
+import os
+import re
+import selectors
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.join(REPO, "build")
+NET4_PREFIX = "10.99.0"
+NET6_PREFIX = "fd99"
+
+# Console lines that fail the test that ran (design.md: guest consoles are evidence).
+BAD_CONSOLE = re.compile(
+    r"WARNING:|BUG:|Oops|general protection fault|Kernel panic|"
+    r"possible circular locking|possible recursive locking|inconsistent lock state|"
+    r"lockdep|soft lockup|hard LOCKUP|blocked for more than|hung_task|"
+    r"UBSAN:|KASAN:|kernel BUG|Call Trace:|list_add corruption|list_del corruption|"
+    r"Poison overwritten|Redzone|Object padding|slab_out_of_bounds|"
+    r"rcu_sched detected stall|rcu: INFO:")
+
+STAGE1_MODULES = ["virtio_pci", "virtio_net", "virtio_console", "9pnet_virtio", "9p",
+                  "overlay"]
+
+
+class RigError(Exception):
+    pass
+
+
+def default_kver():
+    """Newest kernel under /lib/modules that has a vmlinuz and Debian headers."""
+    cands = []
+    for d in glob.glob("/lib/modules/*"):
+        k = os.path.basename(d)
+        if os.path.exists(os.path.join(d, "build", "Makefile")) and \
+                os.path.exists("/boot/vmlinuz-" + k):
+            cands.append(k)
+    if not cands:
+        raise RigError("no kernel with /boot/vmlinuz-K and /lib/modules/K/build; "
+                       "run scripts/install-deps.sh")
+
+    def key(k):
+        return [int(x) if x.isdigit() else x for x in re.split(r"[.-]", k)]
+    return sorted(cands, key=key)[-1]
+
+
+# ---------------------------------------------------------------- accelerator
+
+_BOOT_SECTOR = bytes([0xB0, 0x42,        # mov al, 0x42
+                      0xE6, 0xF4,        # out 0xf4, al  (isa-debug-exit)
+                      0xF4,              # hlt
+                      0xEB, 0xFD])       # jmp back to hlt
+
+
+def probe_kvm(timeout=4.0):
+    """True if a KVM guest with the host CPU model really runs code here, quickly.
+
+    Nested KVM may hang, abort (MSR errors with -cpu host) or crawl: a boot sector
+    that writes to isa-debug-exit must make QEMU exit with 133 within timeout.
+    SROCE_ACCEL=kvm|tcg overrides the probe."""
+    if os.environ.get("SROCE_ACCEL") in ("kvm", "tcg"):
+        return os.environ["SROCE_ACCEL"] == "kvm"
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return False
+    with tempfile.TemporaryDirectory() as d:
+        img = os.path.join(d, "boot.img")
+        with open(img, "wb") as f:
+            f.write(_BOOT_SECTOR.ljust(510, b"\0") + b"\x55\xaa")
+        cmd = ["qemu-system-x86_64", "-accel", "kvm", "-display", "none", "-nodefaults",
+               "-no-user-config", "-cpu", "host", "-m", "64", "-drive", "file=%s,format=raw,if=floppy" % img,
+               "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"]
+        try:
+            p = subprocess.run(cmd, timeout=timeout, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            return False
+        return p.returncode == ((0x42 << 1) | 1)
+
+
+# ---------------------------------------------------------------- initramfs
+
+STAGE1_INIT = r"""#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+for m in $(cat /modules.list); do insmod /modules/$m || echo "stage1: insmod $m failed"; done
+o9p=trans=virtio,version=9p2000.L,msize=512000
+mkdir -p /newroot
+mount -t tmpfs -o mode=0755 rootfs /newroot
+cd /newroot
+mkdir -p .ro/usr .ro/etc .rw/usr .rw/usrw .rw/etc .rw/etcw usr etc proc sys dev src out root mnt var/tmp
+chmod 1777 var/tmp
+mount -t 9p -o $o9p,ro,cache=loose usr .ro/usr || exec sh
+mount -t 9p -o $o9p,ro,cache=loose hostetc .ro/etc || exec sh
+mount -t overlay -o lowerdir=.ro/usr,upperdir=.rw/usr,workdir=.rw/usrw overlay usr || exec sh
+mount -t overlay -o lowerdir=.ro/etc,upperdir=.rw/etc,workdir=.rw/etcw overlay etc || exec sh
+mount -t 9p -o $o9p,ro src src || exec sh
+mount -t 9p -o $o9p out out || exec sh
+ln -s usr/bin bin; ln -s usr/sbin sbin; ln -s usr/lib lib; ln -s usr/lib64 lib64
+mount --move /proc /newroot/proc
+mount --move /sys /newroot/sys
+mount --move /dev /newroot/dev
+exec switch_root /newroot /bin/bash /src/vm/guest/init.sh
+"""
+
+
+def _module_files(kver, names):
+    """Module files to insmod, dependencies first (resolved from the host's modules.dep)."""
+    files = []
+    for n in names:
+        out = subprocess.run(["modprobe", "-S", kver, "--show-depends", n], check=True,
+                             capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) >= 2 and parts[0] == "insmod" and parts[1] not in files:
+                files.append(parts[1])
+    return files
+
+
+def build_initramfs(kver, outdir=None):
+    """Build (or reuse) the stage-1 initramfs for kver; returns its path."""
+    outdir = outdir or os.path.join(BUILD, "vm")
+    os.makedirs(outdir, exist_ok=True)
+    busybox = shutil.which("busybox") or "/bin/busybox"
+    mods = _module_files(kver, STAGE1_MODULES)
+    h = hashlib.sha256()
+    h.update(STAGE1_INIT.encode())
+    for f in [busybox] + mods:
+        st = os.stat(f)
+        h.update(("%s %d %d\n" % (f, st.st_size, st.st_mtime)).encode())
+    path = os.path.join(outdir, "initramfs-%s-%s.cpio.gz" % (kver, h.hexdigest()[:12]))
+    if os.path.exists(path):
+        return path
+    with tempfile.TemporaryDirectory() as root:
+        for d in ("bin", "proc", "sys", "dev", "modules", "newroot"):
+            os.makedirs(os.path.join(root, d))
+        shutil.copy2(busybox, os.path.join(root, "bin", "busybox"))
+        names = []
+        for f in mods:
+            base = os.path.basename(f)
+            dst = os.path.join(root, "modules", base)
+            if base.endswith(".xz"):
+                with open(dst[:-3], "wb") as o:
+                    subprocess.run(["xz", "-dc", f], stdout=o, check=True)
+                base = base[:-3]
+            elif base.endswith(".zst"):
+                with open(dst[:-4], "wb") as o:
+                    subprocess.run(["zstd", "-dcq", f], stdout=o, check=True)
+                base = base[:-4]
+            else:
+                shutil.copy2(f, dst)
+            names.append(base)
+        with open(os.path.join(root, "modules.list"), "w") as f:
+            f.write("\n".join(names) + "\n")
+        with open(os.path.join(root, "init"), "w") as f:
+            f.write(STAGE1_INIT)
+        os.chmod(os.path.join(root, "init"), 0o755)
+        tmp = path + ".tmp"
+        with open(tmp, "wb") as o:
+            find = subprocess.Popen(["find", "."], cwd=root, stdout=subprocess.PIPE)
+            cpio = subprocess.Popen(["cpio", "-o", "-H", "newc", "--quiet"], cwd=root,
+                                    stdin=find.stdout, stdout=subprocess.PIPE)
+            gz = subprocess.Popen(["gzip", "-1"], stdin=cpio.stdout, stdout=o)
+            find.stdout.close()
+            cpio.stdout.close()
+            if gz.wait() or cpio.wait() or find.wait():
+                raise RigError("initramfs build failed")
+        os.replace(tmp, path)
+    return path
+
+
+# ---------------------------------------------------------------- link hub
+
+class Hub(threading.Thread):
+    """An Ethernet hub for more than two guests: QEMU stream framing
+    (4-byte big-endian length + frame), every frame goes to every other port."""
+
+    def __init__(self, paths):
+        super().__init__(daemon=True)
+        self.listeners = []
+        for p in paths:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.bind(p)
+            s.listen(1)
+            self.listeners.append(s)
+        self.conns = {}
+        self.stopped = False
+
+    def run(self):
+        sel = selectors.DefaultSelector()
+        for s in self.listeners:
+            sel.register(s, selectors.EVENT_READ, "listen")
+        while not self.stopped:
+            for key, _ in sel.select(0.5):
+                s = key.fileobj
+                if key.data == "listen":
+                    c, _ = s.accept()
+                    self.conns[c] = b""
+                    sel.register(c, selectors.EVENT_READ, "conn")
+                    continue
+                try:
+                    data = s.recv(1 << 16)
+                except OSError:
+                    data = b""
+                if not data:
+                    sel.unregister(s)
+                    self.conns.pop(s, None)
+                    s.close()
+                    continue
+                buf = self.conns[s] + data
+                while len(buf) >= 4:
+                    (n,) = struct.unpack(">I", buf[:4])
+                    if len(buf) < 4 + n:
+                        break
+                    frame, buf = buf[:4 + n], buf[4 + n:]
+                    for c in list(self.conns):
+                        if c is not s:
+                            try:
+                                c.sendall(frame)
+                            except OSError:
+                                pass
+                self.conns[s] = buf
+
+    def stop(self):
+        self.stopped = True
+        for s in self.listeners:
+            s.close()
+
+
+# ---------------------------------------------------------------- guests
+
+class Result:
+    def __init__(self, cmd, rc, out, err, timeout=False):
+        self.cmd, self.rc, self.out, self.err, self.timeout = cmd, rc, out, err, timeout
+
+    @property
+    def ok(self):
+        return self.rc == 0
+
+    def __repr__(self):
+        return "Result(rc=%r, cmd=%r, out=%r, err=%r)" % (self.rc, self.cmd, self.out[-2000:],
+                                                           self.err[-2000:])
+
+
+class Proc:
+    """A command running in the background in a guest."""
+
+    def __init__(self, guest, handle, cmd):
+        self.guest, self.handle, self.cmd = guest, handle, cmd
+        self.result = None
+
+    def poll(self):
+        if self.result is None:
+            r = self.guest.request({"op": "poll", "handle": self.handle})
+            if r.get("done"):
+                self.result = Result(self.cmd, r["rc"], r["out"], r["err"])
+        return self.result
+
+    def wait(self, timeout=60):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.poll() is not None:
+                return self.result
+            time.sleep(0.2)
+        self.kill()
+        end = time.time() + 10
+        while self.poll() is None and time.time() < end:
+            time.sleep(0.2)
+        r = self.result or Result(self.cmd, 124, "", "", True)
+        r.rc, r.timeout = 124, True
+        self.result = r
+        return r
+
+    def kill(self, sig=signal.SIGKILL):
+        if self.result is None:
+            self.guest.request({"op": "kill", "handle": self.handle, "sig": int(sig)})
+
+
+class Guest:
+    def __init__(self, rig, index):
+        self.rig, self.index = rig, index
+        self.name = "g%d" % index
+        self.dir = os.path.join(rig.outdir, self.name)
+        self.console = os.path.join(self.dir, "console.log")
+        self.agent_path = None
+        self.ip4 = "%s.%d" % (NET4_PREFIX, index + 1)
+        self.ip6 = "%s::%d" % (NET6_PREFIX, index + 1)
+        self.mac = "52:54:00:99:00:%02x" % (index + 1)
+        self.qemu = None
+        self.sock = None
+        self.rbuf = b""
+        self.next_id = 1
+        self.lock = threading.Lock()
+        self.console_mark = 0
+
+    # -- lifecycle
+    def launch(self, netdev_args):
+        os.makedirs(self.dir, exist_ok=True)
+        r = self.rig
+        with open(os.path.join(self.dir, "guest.conf"), "w") as f:
+            conf = {"GUEST_INDEX": self.index, "GUEST_COUNT": r.n, "GUEST_MTU": r.mtu,
+                    "NET4_PREFIX": NET4_PREFIX, "NET6_PREFIX": NET6_PREFIX,
+                    "GUEST_NETEM": r.netem.get(self.index, ""),
+                    "INSTALL_TREE": r.install_tree_guest or ""}
+            for k, v in conf.items():
+                f.write("%s=%s\n" % (k, shlex_quote(str(v))))
+        for p in (self.console,):
+            if os.path.exists(p):
+                os.unlink(p)
+        kargs = ("console=ttyS0 loglevel=5 panic=-1 slub_debug=FZPU mitigations=off "
+                 "rdinit=/init no_timer_check net.ifnames=0 " + r.kargs).strip()
+        cmd = ["qemu-system-x86_64", "-name", self.name, "-machine", "q35", "-nodefaults",
+               "-no-user-config",
+               "-display", "none", "-no-reboot", "-m", str(r.mem), "-smp", str(r.smp),
+               "-kernel", r.kernel, "-initrd", r.initrd, "-append", kargs,
+               "-serial", "file:" + self.console,
+               "-device", "virtio-rng-pci",
+               "-chardev", "socket,id=agent,path=%s,server=on,wait=off" % self.agent_path,
+               "-device", "virtio-serial-pci",
+               "-device", "virtserialport,chardev=agent,name=sroce.agent"]
+        if r.kvm:
+            cmd += ["-accel", "kvm", "-cpu", "host"]
+        else:
+            cmd += ["-accel", "tcg,thread=multi", "-cpu", "max"]
+        shares = [("usr", "/usr", True), ("hostetc", "/etc", True), ("src", REPO, True),
+                  ("out", self.dir, False)]
+        for i, (tag, path, ro) in enumerate(shares):
+            cmd += ["-fsdev", "local,id=fs%d,path=%s,security_model=none%s" %
+                    (i, path, ",readonly=on" if ro else ""),
+                    "-device", "virtio-9p-pci,fsdev=fs%d,mount_tag=%s" % (i, tag)]
+        cmd += netdev_args + ["-device", "virtio-net-pci,netdev=n0,mac=%s,speed=10000,duplex=full" % self.mac]
+        self.qemu_log = open(os.path.join(self.dir, "qemu.log"), "w")
+        self.qemu = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.qemu_log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+
+    def connect(self, timeout):
+        """Connect to the agent and wait for it to answer."""
+        deadline = time.time() + timeout
+        while True:
+            if self.qemu.poll() is not None:
+                raise RigError("%s: qemu exited (%s); see %s" % (self.name, self.qemu.returncode,
+                                                                  self.dir))
+            try:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(self.agent_path)
+                break
+            except OSError:
+                s.close()
+                if time.time() > deadline:
+                    raise RigError("%s: agent socket never appeared" % self.name)
+                time.sleep(0.1)
+        self.sock = s
+        last_ping = 0
+        while time.time() < deadline:
+            if self.qemu.poll() is not None:
+                raise RigError("%s: qemu exited during boot; console:\n%s" %
+                               (self.name, self.console_text()[-3000:]))
+            if time.time() - last_ping > 2:
+                self._send({"id": -1, "op": "ping"})
+                last_ping = time.time()
+            msg = self._recv(0.5)
+            if msg is not None:
+                self.rbuf = b""
+                self.sock.settimeout(None)
+                # Drain any duplicate answers to early pings.
+                self.run("true", timeout=30)
+                return
+        raise RigError("%s: guest did not come up in %ds; console:\n%s" %
+                       (self.name, timeout, self.console_text()[-3000:]))
+
+    def _send(self, obj):
+        self.sock.sendall((json.dumps(obj) + "\n").encode())
+
+    def _recv(self, timeout):
+        self.sock.settimeout(timeout)
+        deadline = time.time() + timeout if timeout is not None else None
+        while b"\n" not in self.rbuf:
+            try:
+                data = self.sock.recv(1 << 16)
+            except socket.timeout:
+                return None
+            if not data:
+                raise RigError("%s: agent connection closed" % self.name)
+            self.rbuf += data
+            if deadline and time.time() > deadline and b"\n" not in self.rbuf:
+                return None
+        line, self.rbuf = self.rbuf.split(b"\n", 1)
+        return json.loads(line)
+
+    def request(self, req, timeout=None):
+        with self.lock:
+            rid = self.next_id
+            self.next_id += 1
+            req = dict(req, id=rid)
+            self._send(req)
+            while True:
+                msg = self._recv(timeout)
+                if msg is None:
+                    raise RigError("%s: no answer to %r" % (self.name, req))
+                if msg.get("id") == rid:
+                    if "error" in msg:
+                        raise RigError("%s: agent: %s" % (self.name, msg["error"]))
+                    return msg
+
+    # -- commands
+    def run(self, cmd, timeout=120, check=False):
+        r = self.request({"op": "run", "cmd": cmd, "timeout": timeout}, timeout=timeout + 30)
+        res = Result(cmd, r["rc"], r["out"], r["err"], r.get("timeout", False))
+        if check and not res.ok:
+            raise RigError("%s: command failed: %r" % (self.name, res))
+        return res
+
+    def check(self, cmd, timeout=120):
+        """Run cmd, raise unless it exits 0; return its stdout."""
+        return self.run(cmd, timeout=timeout, check=True).out
+
+    def set_netem(self, args):
+        """Put a netem qdisc with args (e.g. "loss 1%") on eth0; "" removes it."""
+        if args:
+            self.check("modprobe sch_netem && tc qdisc replace dev eth0 root netem " + args)
+        else:
+            self.run("tc qdisc del dev eth0 root 2>/dev/null; true")
+
+    def spawn(self, cmd):
+        r = self.request({"op": "spawn", "cmd": cmd})
+        return Proc(self, r["handle"], cmd)
+
+    # -- evidence
+    def console_text(self, start=0):
+        try:
+            with open(self.console, "rb") as f:
+                f.seek(start)
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def mark_console(self):
+        self.console_mark = os.path.getsize(self.console) if os.path.exists(self.console) else 0
+
+    def bad_console_lines(self, start=None):
+        text = self.console_text(self.console_mark if start is None else start)
+        return [ln for ln in text.splitlines() if BAD_CONSOLE.search(ln)]
+
+    def collect_dmesg(self):
+        try:
+            self.run("dmesg > /out/dmesg.log", timeout=30)
+        except (RigError, OSError):
+            pass
+
+    def shutdown(self, timeout=20):
+        if self.qemu is None:
+            return
+        if self.qemu.poll() is None and self.sock is not None:
+            try:
+                self.collect_dmesg()
+                self.request({"op": "poweroff"}, timeout=10)
+            except (RigError, OSError):
+                pass
+            try:
+                self.qemu.wait(timeout)
+            except subprocess.TimeoutExpired:
+                pass
+        if self.qemu.poll() is None:
+            os.killpg(self.qemu.pid, signal.SIGKILL)
+            self.qemu.wait()
+        if self.sock:
+            self.sock.close()
+            self.sock = None
+        self.qemu_log.close()
+
+
+def shlex_quote(s):
+    return "'" + s.replace("'", "'\\''") + "'"
+
+
+class Rig:
+    def __init__(self, guests=2, kver=None, mtu=1500, smp=1, mem=1024, kargs="", netem=None,
+                 outdir=None, install_tree=None, boot_timeout=None):
+        if guests < 1:
+            raise RigError("need at least one guest")
+        self.n = guests
+        self.kver = kver or os.environ.get("KVER") or default_kver()
+        self.mtu, self.smp, self.mem, self.kargs = mtu, smp, mem, kargs
+        self.netem = netem or {}
+        self.outdir = os.path.abspath(outdir or os.path.join(BUILD, "vm", "run"))
+        if install_tree is None:
+            cand = os.path.join(BUILD, "install", self.kver)
+            install_tree = cand if os.path.isdir(cand) else None
+        self.install_tree = install_tree
+        self.install_tree_guest = None
+        if install_tree:
+            rel = os.path.relpath(os.path.abspath(install_tree), REPO)
+            if rel.startswith(".."):
+                raise RigError("install tree must live inside the repository")
+            self.install_tree_guest = "/src/" + rel
+        self.kernel = "/boot/vmlinuz-" + self.kver
+        if not os.path.exists(self.kernel):
+            raise RigError("no kernel image %s" % self.kernel)
+        self.kvm = probe_kvm()
+        self.boot_timeout = boot_timeout or (60 if self.kvm else 120 + 30 * guests)
+        self.guests = [Guest(self, i) for i in range(guests)]
+        self.hub = None
+        self.sockdir = None
+        self.boot_seconds = None
+
+    def __getitem__(self, i):
+        return self.guests[i]
+
+    def __len__(self):
+        return self.n
+
+    def start(self):
+        t0 = time.time()
+        if os.path.isdir(self.outdir):
+            shutil.rmtree(self.outdir)
+        os.makedirs(self.outdir)
+        self.initrd = build_initramfs(self.kver)
+        # unix socket paths must be short: keep them in /tmp.
+        self.sockdir = tempfile.mkdtemp(prefix="sroce-rig-")
+        for g in self.guests:
+            g.agent_path = os.path.join(self.sockdir, "agent%d.sock" % g.index)
+        paths = [os.path.join(self.sockdir, "link%d.sock" % i) for i in range(self.n)]
+
+        def stream(path, server):
+            return ["-netdev", "stream,id=n0,server=%s,addr.type=unix,addr.path=%s" %
+                    ("on" if server else "off", path)]
+        try:
+            if self.n == 1:
+                self.guests[0].launch(["-netdev", "hubport,id=n0,hubid=0"])
+            elif self.n == 2:
+                self.guests[0].launch(stream(paths[0], True))
+                deadline = time.time() + 10
+                while not os.path.exists(paths[0]) and time.time() < deadline:
+                    time.sleep(0.05)
+                self.guests[1].launch(stream(paths[0], False))
+            else:
+                self.hub = Hub(paths)
+                self.hub.start()
+                for g in self.guests:
+                    g.launch(stream(paths[g.index], False))
+            for g in self.guests:
+                g.connect(self.boot_timeout - (time.time() - t0))
+        except BaseException:
+            self.stop()
+            raise
+        self.boot_seconds = time.time() - t0
+        return self
+
+    def stop(self):
+        for g in self.guests:
+            try:
+                g.shutdown()
+            except Exception:  # noqa: BLE001 - teardown must reach every guest
+                pass
+        if self.hub:
+            self.hub.stop()
+            self.hub = None
+        if self.sockdir:
+            shutil.rmtree(self.sockdir, ignore_errors=True)
+            self.sockdir = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def mark_consoles(self):
+        for g in self.guests:
+            g.mark_console()
+
+    def bad_console_lines(self):
+        bad = []
+        for g in self.guests:
+            bad += ["%s: %s" % (g.name, ln) for ln in g.bad_console_lines()]
+        return bad
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--guests", type=int, default=2)
+    ap.add_argument("--kver", default=None, help="kernel version (default: newest with headers)")
+    ap.add_argument("--mtu", type=int, default=1500)
+    ap.add_argument("--smp", type=int, default=1)
+    ap.add_argument("--mem", type=int, default=1024, help="MiB per guest")
+    ap.add_argument("--kargs", default="", help="extra kernel arguments")
+    ap.add_argument("--netem", action="append", default=[], metavar="IDX:ARGS",
+                    help="netem qdisc on guest IDX's eth0, e.g. 1:'loss 1%%'")
+    ap.add_argument("--out", default=None, help="output directory (default build/vm/run)")
+    ap.add_argument("--script", action="append", default=[], metavar="FILE",
+                    help="script run in every guest (GUEST_INDEX set), in order; "
+                         "'IDX:FILE' runs it in guest IDX only")
+    ap.add_argument("--timeout", type=int, default=600, help="per script")
+    ap.add_argument("--probe-kvm", action="store_true", help="only report the accelerator")
+    a = ap.parse_args()
+    if a.probe_kvm:
+        print("kvm" if probe_kvm() else "tcg")
+        return 0
+    netem = {}
+    for n in a.netem:
+        i, _, args = n.partition(":")
+        netem[int(i)] = args
+    rig = Rig(guests=a.guests, kver=a.kver, mtu=a.mtu, smp=a.smp, mem=a.mem, kargs=a.kargs,
+              netem=netem, outdir=a.out)
+    status = 0
+    with rig:
+        print("rig: %d guests of %s (%s) up in %.1f s; output in %s" %
+              (rig.n, rig.kver, "kvm" if rig.kvm else "tcg", rig.boot_seconds, rig.outdir),
+              flush=True)
+        for spec in a.script:
+            idx, sep, path = spec.partition(":")
+            targets = [rig[int(idx)]] if sep and idx.isdigit() else rig.guests
+            path = path if sep and idx.isdigit() else spec
+            rel = os.path.relpath(os.path.abspath(path), REPO)
+            procs = [(g, g.spawn("cd /src && GUEST_INDEX=%d bash %s" % (g.index, rel)))
+                     for g in targets]
+            for g, p in procs:
+                r = p.wait(a.timeout)
+                with open(os.path.join(g.dir, "script.log"), "a") as f:
+                    f.write(r.out + r.err)
+                print("==== %s: %s (rc=%d)" % (g.name, rel, r.rc))
+                sys.stdout.write(r.out)
+                sys.stderr.write(r.err)
+                if r.rc:
+                    status = 1
+        bad = rig.bad_console_lines()
+    if bad:
+        print("rig: bad console lines:\n  " + "\n  ".join(bad))
+        status = 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
