@@ -1,0 +1,73 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# sroce: build, install, test and demo.
+#
+#   make                      sroce.ko for $(KVER) + user space (provider, tools, unit tests)
+#   make install DESTDIR=D    the module, the provider and its .driver file, nothing else
+#   make test                 unit tests on the host, then the VM suites (boots QEMU guests)
+#   make demo                 two guests, sroce0 in each, rdma link + ibv_devinfo
+#   make clean
+
+KVER ?= $(shell scripts/default-kver.sh)
+KDIR ?= /lib/modules/$(KVER)/build
+BUILD := $(CURDIR)/build
+CMAKE_BUILD := $(BUILD)/cmake
+# Each kernel version gets its own copy of the module sources, so builds for
+# several kernels never share objects.
+KBUILD_DIR := $(BUILD)/kmod/$(KVER)
+MODULE := $(KBUILD_DIR)/kernel/sroce.ko
+INSTALL_TREE := $(BUILD)/install/$(KVER)
+PYTHON := /usr/bin/python3
+PYTEST_ARGS ?=
+
+ifneq ($(CI),)
+WERROR := ON
+else
+WERROR ?= OFF
+endif
+
+.PHONY: all module userspace install install-tree test unit-test vm-test demo deps clean
+
+all: module userspace
+
+deps:
+	@scripts/install-deps.sh
+
+module:
+	@test -n "$(KVER)" || { echo "no kernel headers found: run scripts/install-deps.sh" >&2; exit 1; }
+	@mkdir -p $(KBUILD_DIR)/kernel $(KBUILD_DIR)/include
+	@cp -a kernel/*.[ch] kernel/Kbuild $(KBUILD_DIR)/kernel/
+	@cp -a include/. $(KBUILD_DIR)/include/
+	$(MAKE) -C $(KDIR) M=$(KBUILD_DIR)/kernel $(if $(filter ON,$(WERROR)),KCFLAGS=-Werror) modules
+
+userspace:
+	cmake -S . -B $(CMAKE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DCMAKE_INSTALL_PREFIX=/usr -DSROCE_WERROR=$(WERROR) >/dev/null
+	cmake --build $(CMAKE_BUILD) -j$$(nproc)
+
+install: all
+	install -D -m 0644 $(MODULE) $(DESTDIR)/lib/modules/$(KVER)/extra/sroce.ko
+	DESTDIR=$(DESTDIR) cmake --install $(CMAKE_BUILD) >/dev/null
+
+# The tree the VM rig copies into every guest's root.
+install-tree: all
+	rm -rf $(INSTALL_TREE)
+	$(MAKE) --no-print-directory install DESTDIR=$(INSTALL_TREE)
+
+unit-test: userspace
+	ctest --test-dir $(CMAKE_BUILD) --output-on-failure
+
+vm-test: install-tree
+	KVER=$(KVER) $(PYTHON) -m pytest -v -rfEs $(PYTEST_ARGS) tests/build tests/vm
+
+test: deps
+	$(MAKE) --no-print-directory unit-test
+	$(MAKE) --no-print-directory vm-test
+
+demo: deps
+	$(MAKE) --no-print-directory install-tree
+	KVER=$(KVER) $(PYTHON) vm/rig.py --guests 2 --script vm/demo.sh
+
+clean:
+	rm -rf $(BUILD)
+	$(MAKE) -C kernel clean 2>/dev/null || true

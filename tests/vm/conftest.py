@@ -1,0 +1,104 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Fixtures for the VM suites: one pair of booted guests for the whole session.
+
+Every test gets its guests' consoles checked afterwards: a WARNING, BUG, Oops,
+lockdep report, soft lockup or hung task printed while it ran fails it.
+"""
+import os
+import sys
+import time
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "vm"))
+
+import rig as rigmod  # noqa: E402
+
+TOOLS = "/src/build/cmake/userspace/tools"
+
+
+@pytest.fixture(scope="session")
+def rig():
+    r = rigmod.Rig(guests=2, outdir=os.path.join(REPO, "build", "vm", "test"))
+    if not r.install_tree:
+        pytest.fail("no install tree: run 'make install-tree' (make vm-test does)")
+    r.start()
+    sys.stderr.write("\nrig: 2 guests of %s (%s) up in %.1f s\n" %
+                     (r.kver, "kvm" if r.kvm else "tcg", r.boot_seconds))
+    bad = r.bad_console_lines()
+    yield r
+    r.stop()
+    bad += r.bad_console_lines()
+    if bad:
+        pytest.fail("bad guest console lines during boot or shutdown:\n" + "\n".join(bad))
+
+
+@pytest.fixture(autouse=True)
+def clean_consoles(request):
+    """Fail the test if a guest console shows a kernel problem while it ran."""
+    if "rig" not in request.fixturenames:
+        yield
+        return
+    r = request.getfixturevalue("rig")
+    r.mark_consoles()
+    yield
+    time.sleep(0.3)
+    bad = r.bad_console_lines()
+    r.mark_consoles()
+    if bad:
+        pytest.fail("guest console shows kernel problems:\n" + "\n".join(bad))
+
+
+# ------------------------------------------------------------ guest helpers
+
+def unload_all_rdma_links(g):
+    """Remove every RDMA link and unload sroce and rdma_rxe, so a test starts clean."""
+    g.run("for d in $(rdma -j link show 2>/dev/null | python3 -c "
+          "'import json,sys; print(\" \".join(sorted({l[\"ifname\"] for l in json.load(sys.stdin)})))'); "
+          "do rdma link del $d; done; "
+          "modprobe -r sroce 2>/dev/null; modprobe -r rdma_rxe 2>/dev/null; true", timeout=120)
+    left = g.run("lsmod | grep -E '^(sroce|rdma_rxe) '").out
+    assert left == "", "modules still loaded: %s" % left
+
+
+def add_link(g, name="sroce0", netdev="eth0", kind="sroce"):
+    r = g.run("rdma link add %s type %s netdev %s" % (name, kind, netdev), timeout=60)
+    assert r.ok, r
+    return name
+
+
+def sysfs(g, dev, path):
+    return g.check("cat /sys/class/infiniband/%s/%s" % (dev, path)).strip()
+
+
+def gid_index(g, dev, ipv6=False):
+    """Index of the RoCE v2 GID for the guest's link address (IPv4-mapped or IPv6)."""
+    want = g.ip6 if ipv6 else g.ip4
+    # One read of the whole table; unused entries have no type (EINVAL, silenced).
+    out = g.check("cd /sys/class/infiniband/%s/ports/1 && grep -H . gid_attrs/types/* "
+                  "2>/dev/null | while IFS=: read -r f t; do i=${f##*/}; "
+                  "echo $i $(cat gids/$i) $t; done" % dev)
+    import ipaddress
+    target = ipaddress.ip_address(want)
+    for line in out.splitlines():
+        parts = line.split(maxsplit=2)
+        if len(parts) < 3 or "v2" not in parts[2]:
+            continue
+        addr = ipaddress.ip_address(parts[1])
+        if ipv6 and addr == target:
+            return int(parts[0])
+        if not ipv6 and addr.ipv4_mapped == target:
+            return int(parts[0])
+    raise AssertionError("no RoCE v2 GID for %s on %s:\n%s" % (want, dev, out))
+
+
+def wait_for(fn, timeout=20, interval=0.3, what="condition"):
+    end = time.time() + timeout
+    while True:
+        v = fn()
+        if v:
+            return v
+        if time.time() > end:
+            raise AssertionError("timed out waiting for " + what)
+        time.sleep(interval)

@@ -1,0 +1,275 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The sroce device: rdma link add/del, port state, GIDs, teardown paths."""
+import json
+import re
+import time
+
+import pytest
+
+from conftest import TOOLS, add_link, sysfs, unload_all_rdma_links, wait_for
+
+
+@pytest.fixture
+def g0(rig):
+    g = rig[0]
+    unload_all_rdma_links(g)
+    g.run("ip link del dummy0 2>/dev/null; ip link del dummy1 2>/dev/null; true")
+    yield g
+    unload_all_rdma_links(g)
+    g.run("ip link del dummy0 2>/dev/null; ip link del dummy1 2>/dev/null; "
+          "ip link set eth0 mtu %d up; true" % rig.mtu)
+
+
+def links(g):
+    return {"%s/%s" % (l["ifname"], l["port"]): l
+            for l in json.loads(g.check("rdma -j link show") or "[]")}
+
+
+def add_dummy(g, name="dummy0", mtu=1500):
+    g.check("ip link add %s type dummy && ip link set %s mtu %d up" % (name, name, mtu))
+
+
+def ibv_port(g, dev):
+    """key: value pairs of ibv_devinfo's port 1 section."""
+    out = g.check("ibv_devinfo -d %s -i 1" % dev)
+    return dict((k.strip(), v.strip()) for k, v in re.findall(r"^\s*(\w+):\s*(.*)$", out, re.M))
+
+
+def test_link_add_autoloads_module_and_binds_netdev(g0):
+    assert g0.run("lsmod | grep -q '^sroce '").rc != 0
+    add_link(g0)
+    assert g0.run("lsmod | grep -q '^sroce '").ok
+    l = links(g0)
+    assert "sroce0/1" in l, l
+    assert l["sroce0/1"]["netdev"] == "eth0"
+    assert l["sroce0/1"]["state"] == "ACTIVE"
+    assert sysfs(g0, "sroce0", "sroce_abi_version") == str(0x5301)
+    # the uverbs ABI version libibverbs matches providers on; the first libibverbs
+    # call makes ib_core load ib_uverbs (rdma-client-uverbs) on demand
+    assert "sroce0" in g0.check("ibv_devices")
+    abi = g0.check("for u in /sys/class/infiniband_verbs/uverbs*; do "
+                   "[ \"$(cat $u/ibdev)\" = sroce0 ] && cat $u/abi_version; done").split()
+    assert abi == [str(0x5301)]
+    assert sysfs(g0, "sroce0", "parent") == "eth0"
+
+
+def test_port_attributes_and_gid_table(g0, rig):
+    add_link(g0)
+    assert sysfs(g0, "sroce0", "node_type") == "1: CA"
+    assert sysfs(g0, "sroce0", "ports/1/link_layer") == "Ethernet"
+    assert sysfs(g0, "sroce0", "ports/1/state") == "4: ACTIVE"
+    assert sysfs(g0, "sroce0", "ports/1/phys_state") == "5: LinkUp"
+    assert sysfs(g0, "sroce0", "ports/1/pkeys/0") == "0xffff"
+    # node GUID is the EUI-64 of the MAC 52:54:00:99:00:01
+    assert sysfs(g0, "sroce0", "node_guid") == "5054:00ff:fe99:0001"
+    gids = g0.check("cd /sys/class/infiniband/sroce0/ports/1 && grep -H . gid_attrs/types/* "
+                    "2>/dev/null | while IFS=: read -r f t; do echo $(cat gids/${f##*/}) $t; done")
+    assert "fe80:0000:0000:0000:5054:00ff:fe99:0001 RoCE v2" in gids
+    assert "0000:0000:0000:0000:0000:ffff:0a63:0001 RoCE v2" in gids  # ::ffff:10.99.0.1
+    assert "fd99:0000:0000:0000:0000:0000:0000:0001 RoCE v2" in gids
+    # The GID table follows the netdev's addresses.
+    g0.check("ip addr add 10.99.7.1/24 dev eth0")
+    try:
+        wait_for(lambda: "ffff:0a63:0701" in g0.check(
+            "cat /sys/class/infiniband/sroce0/ports/1/gids/*"), what="new IPv4 GID")
+    finally:
+        g0.check("ip addr del 10.99.7.1/24 dev eth0")
+    wait_for(lambda: "ffff:0a63:0701" not in g0.check(
+        "cat /sys/class/infiniband/sroce0/ports/1/gids/*"), what="GID removal")
+
+
+def test_ibv_devinfo_shows_active_ethernet_port(g0):
+    add_link(g0)
+    devs = g0.check("ibv_devices")
+    assert re.search(r"^\s+sroce0\s+505400fffe990001\s*$", devs, re.M), devs
+    out = g0.check("ibv_devinfo -v -d sroce0")
+    assert re.search(r"state:\s+PORT_ACTIVE \(4\)", out), out
+    assert re.search(r"link_layer:\s+Ethernet", out), out
+    assert re.search(r"node_guid:\s+5054:00ff:fe99:0001", out), out
+    assert re.search(r"GID\[\s*\d+\]:\s+::ffff:10\.99\.0\.1, RoCE v2", out), out
+    assert re.search(r"GID\[\s*\d+\]:\s+fd99::1, RoCE v2", out), out
+    assert re.search(r"max_qp:\s+[1-9]", out), out
+    assert re.search(r"max_pd:\s+[1-9]", out), out
+    assert re.search(r"active_mtu:\s+1024 \(3\)", out), out
+
+
+def test_implemented_verbs_work_and_the_rest_fail_cleanly(g0):
+    add_link(g0)
+    r = g0.run("%s/sroce-verbs-probe sroce0" % TOOLS)
+    assert r.ok, r
+    assert "alloc_pd: ok" in r.out, r
+    assert "EOPNOTSUPP" in r.out, r
+    assert "RESULT: PASS" in r.out, r
+
+
+def test_provider_matches_renamed_device(g0):
+    add_link(g0)
+    g0.check("rdma dev set sroce0 name ren0")
+    devs = g0.check("ibv_devices")
+    assert "ren0" in devs and "sroce0" not in devs, devs
+    out = g0.check("ibv_devinfo -d ren0")
+    assert "PORT_ACTIVE" in out, out
+    r = g0.run("%s/sroce-verbs-probe ren0" % TOOLS)
+    assert r.ok, r
+    g0.check("rdma link del ren0")
+    assert "ren0" not in g0.check("ibv_devices")
+
+
+def test_add_del_50_times(g0):
+    r = g0.run("set -e; for i in $(seq 50); do rdma link add sroce0 type sroce netdev eth0; "
+               "test -e /sys/class/infiniband/sroce0; rdma link del sroce0; "
+               "test ! -e /sys/class/infiniband/sroce0; n=$i; done; echo loops=$n",
+               timeout=600)
+    assert r.ok, r
+    assert "loops=50" in r.out
+    assert links(g0) == {}
+
+
+def test_second_device_on_same_netdev_is_refused(g0):
+    add_link(g0)
+    r = g0.run("rdma link add sroce1 type sroce netdev eth0")
+    assert r.rc != 0
+    assert "File exists" in r.err, r
+    assert list(links(g0)) == ["sroce0/1"]
+
+
+def test_non_ethernet_netdev_is_refused(g0):
+    r = g0.run("rdma link add sroce9 type sroce netdev lo")
+    assert r.rc != 0, r
+    assert "Invalid argument" in r.err, r
+    assert links(g0) == {}
+
+
+def test_second_device_on_another_netdev(g0):
+    add_dummy(g0)
+    add_link(g0, "sroce0", "eth0")
+    add_link(g0, "sroce1", "dummy0")
+    l = links(g0)
+    assert l["sroce0/1"]["netdev"] == "eth0" and l["sroce1/1"]["netdev"] == "dummy0", l
+    devs = g0.check("ibv_devices")
+    assert "sroce0" in devs and "sroce1" in devs
+    assert sysfs(g0, "sroce1", "parent") == "dummy0"
+
+
+def test_port_state_follows_netdev_up_down_and_carrier(g0):
+    add_dummy(g0)
+    add_link(g0, "sroce1", "dummy0")
+    watch = g0.spawn("exec ibv_asyncwatch -d sroce1")
+    time.sleep(2)
+    try:
+        state = lambda: sysfs(g0, "sroce1", "ports/1/state")  # noqa: E731
+        assert state() == "4: ACTIVE"
+        g0.check("ip link set dummy0 down")
+        wait_for(lambda: state() == "1: DOWN", what="port DOWN after link down")
+        assert sysfs(g0, "sroce1", "ports/1/phys_state") == "3: Disabled"
+        assert ibv_port(g0, "sroce1")["state"] == "PORT_DOWN (1)"
+        g0.check("ip link set dummy0 up")
+        wait_for(lambda: state() == "4: ACTIVE", what="port ACTIVE after link up")
+        g0.check("ip link set dummy0 carrier off")
+        wait_for(lambda: state() == "1: DOWN", what="port DOWN after carrier off")
+        g0.check("ip link set dummy0 carrier on")
+        wait_for(lambda: state() == "4: ACTIVE", what="port ACTIVE after carrier on")
+        time.sleep(1)
+    finally:
+        watch.kill(2)
+    out = watch.wait(20).out
+    assert out.count("IBV_EVENT_PORT_ERR") == 2, out
+    assert out.count("IBV_EVENT_PORT_ACTIVE") == 2, out
+
+
+def test_eth0_down_up(g0, rig):
+    g0.check("sysctl -qw net.ipv6.conf.eth0.keep_addr_on_down=1")
+    add_link(g0)
+    g0.check("ip link set eth0 down")
+    try:
+        wait_for(lambda: sysfs(g0, "sroce0", "ports/1/state") == "1: DOWN", what="DOWN")
+        assert links(g0)["sroce0/1"]["state"] == "DOWN"
+    finally:
+        g0.check("ip link set eth0 up")
+    wait_for(lambda: sysfs(g0, "sroce0", "ports/1/state") == "4: ACTIVE", what="ACTIVE")
+    assert g0.run("ping -c 1 -W 5 %s" % rig[1].ip4, timeout=30).ok
+
+
+@pytest.mark.parametrize("mtu,ib_mtu", [(1500, "1024 (3)"), (9000, "4096 (5)"),
+                                        (700, "512 (2)"), (4200, "4096 (5)"),
+                                        (2200, "2048 (4)")])
+def test_active_mtu_follows_netdev_mtu(g0, mtu, ib_mtu):
+    add_dummy(g0)
+    add_link(g0, "sroce1", "dummy0")
+    g0.check("ip link set dummy0 mtu %d" % mtu)
+    p = ibv_port(g0, "sroce1")
+    assert p["active_mtu"] == ib_mtu, p
+    assert p["max_mtu"] == "4096 (5)", p
+
+
+def test_netdev_unregister_removes_device(g0):
+    add_dummy(g0, "dummy1")
+    add_link(g0, "sroce1", "dummy1")
+    g0.check("ip link del dummy1")
+    wait_for(lambda: g0.run("test -e /sys/class/infiniband/sroce1").rc != 0,
+             what="sroce1 to disappear")
+    assert links(g0) == {}
+    # and the same netdev name can carry a new device afterwards
+    add_dummy(g0, "dummy1")
+    add_link(g0, "sroce1", "dummy1")
+    assert "sroce1/1" in links(g0)
+
+
+def test_rmmod_with_devices_present(g0):
+    add_dummy(g0)
+    add_link(g0, "sroce0", "eth0")
+    add_link(g0, "sroce1", "dummy0")
+    g0.check("rmmod sroce", timeout=120)
+    assert g0.run("ls /sys/class/infiniband/").out.strip() == ""
+    assert links(g0) == {}
+    add_link(g0)  # autoloads again
+    assert "sroce0/1" in links(g0)
+
+
+def hold_context(g, dev):
+    """Start sroce-ctx-hold: an open device context with a PD, until /tmp/ctx-go exists."""
+    g.run("rm -f /tmp/ctx-go /tmp/ctx-out")
+    p = g.spawn("%s/sroce-ctx-hold %s > /tmp/ctx-out < <(while [ ! -e /tmp/ctx-go ]; do "
+                "sleep 0.2; done; echo go)" % (TOOLS, dev))
+    wait_for(lambda: "OPEN" in g.run("cat /tmp/ctx-out").out or p.poll(), timeout=30,
+             what="context to open")
+    assert p.result is None, p.result
+    return p
+
+
+def release_context(g, p):
+    g.check("touch /tmp/ctx-go")
+    res = p.wait(30)
+    assert res.ok, res
+    out = g.check("cat /tmp/ctx-out")
+    assert "DONE" in out, out
+    return out
+
+
+def test_link_del_with_open_user_context(g0):
+    add_link(g0)
+    p = hold_context(g0, "sroce0")
+    r = g0.run("timeout 60 rdma link del sroce0", timeout=90)
+    assert r.ok, r
+    assert g0.run("test -e /sys/class/infiniband/sroce0").rc != 0
+    out = release_context(g0, p)
+    # the disassociated context can no longer reach the device
+    assert re.search(r"QUERY_PORT rc=[1-9]", out), out
+    assert links(g0) == {}
+
+
+def test_rmmod_with_open_user_context(g0):
+    add_link(g0)
+    p = hold_context(g0, "sroce0")
+    r = g0.run("timeout 60 rmmod sroce", timeout=90)
+    assert r.ok, r
+    out = release_context(g0, p)
+    assert re.search(r"QUERY_PORT rc=[1-9]", out), out
+
+
+def test_open_context_sees_device_while_present(g0):
+    add_link(g0)
+    p = hold_context(g0, "sroce0")
+    out = release_context(g0, p)
+    assert "QUERY_PORT rc=0 state=active" in out, out
+    assert "DEALLOC_PD rc=0" in out and "CLOSE rc=0" in out, out
