@@ -381,8 +381,14 @@ class Guest:
             if self.qemu.poll() is not None:
                 raise RigError("%s: qemu exited during boot; console:\n%s" %
                                (self.name, self.console_text()[-3000:]))
-            if time.time() - last_ping > 2:
-                self._send({"id": -1, "op": "ping"})
+            if time.time() - last_ping > 5:
+                # Best effort: until the guest opens its port QEMU may not
+                # drain the socket, and a full buffer must not end the boot.
+                try:
+                    self.sock.settimeout(1)
+                    self._send({"id": -1, "op": "ping"})
+                except (socket.timeout, BlockingIOError):
+                    pass
                 last_ping = time.time()
             msg = self._recv(0.5)
             if msg is not None:
