@@ -273,3 +273,50 @@ def test_open_context_sees_device_while_present(g0):
     out = release_context(g0, p)
     assert "QUERY_PORT rc=0 state=active" in out, out
     assert "DEALLOC_PD rc=0" in out and "CLOSE rc=0" in out, out
+
+
+def test_teardown_races(g0):
+    """Concurrent add/del, netdev flapping and deletion, rmmod, and open contexts.
+
+    Whatever the interleaving: no kernel complaint (console check), no device or
+    netdev left behind, and the module unloads and loads again afterwards.
+    """
+    hold = TOOLS + "/sroce-ctx-hold"
+    script = r"""
+set -u
+ip link add d0 type dummy && ip link set d0 up
+( for i in $(seq 60); do ip link set d0 down; ip link set d0 up;
+  ip link set d0 mtu $((1300 + i)); done ) & flap=$!
+for i in $(seq 25); do
+  rdma link add s0 type sroce netdev d0 2>/dev/null
+  ( sleep 0.$((i % 5)) | HOLD s0 >/dev/null 2>&1 ) &
+  rdma link del s0 2>/dev/null
+done
+wait $flap; wait
+rdma link del s0 2>/dev/null
+ip link del d0
+for i in $(seq 15); do
+  ip link add x$i type dummy && ip link set x$i up
+  rdma link add y$i type sroce netdev x$i 2>/dev/null & ip link del x$i
+done
+wait
+for i in $(seq 6); do
+  ip link add z$i type dummy && ip link set z$i up
+  rdma link add w$i type sroce netdev z$i
+  ( sleep 2 | HOLD w$i >/dev/null 2>&1 ) &
+done
+sleep 1
+ip link del z2 & rdma link del w4 & ip link del z5 &
+rmmod sroce || { sleep 3; rmmod sroce; }
+wait
+for i in $(seq 6); do ip link del z$i 2>/dev/null; done
+echo races-done
+""".replace("HOLD", hold)
+    r = g0.run(script, timeout=600)
+    assert "races-done" in r.out, r
+    wait_for(lambda: g0.run("ls /sys/class/infiniband/").out.strip() == "", timeout=30,
+             what="every sroce device to go away")
+    assert g0.run("lsmod | grep -q '^sroce '").rc != 0, "sroce still loaded"
+    assert g0.check("ip -br link | grep -E '^(d0|x[0-9]+|z[0-9]+)[ @]' || true").strip() == ""
+    add_link(g0)  # loads again and works
+    assert sysfs(g0, "sroce0", "ports/1/state") == "4: ACTIVE"
