@@ -11,6 +11,18 @@
 #ifndef SROCE_COMPAT_H
 #define SROCE_COMPAT_H
 
+#include <linux/mm.h>
 #include <linux/version.h>
+
+/* vm_flags became read-only with accessors in 6.3. */
+static inline void sroce_vm_flags_clear(struct vm_area_struct *vma,
+					unsigned long flags)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+	vm_flags_clear(vma, flags);
+#else
+	vma->vm_flags &= ~flags;
+#endif
+}
 
 #endif /* SROCE_COMPAT_H */

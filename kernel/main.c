@@ -92,6 +92,7 @@ void sroce_dealloc_driver(struct ib_device *ibdev)
 	struct net_device *ndev;
 
 	ida_destroy(&sdev->pd_ida);
+	sroce_mr_fini_dev(sdev);
 
 	mutex_lock(&sroce_devs_lock);
 	sdev->dead = true;
@@ -141,6 +142,8 @@ static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 
 	INIT_LIST_HEAD(&sdev->list);
 	ida_init(&sdev->pd_ida);
+	sroce_mr_init_dev(sdev);
+	atomic_set(&sdev->num_cq, 0);
 	netdev_hold(ndev, &sdev->ndev_tracker, GFP_KERNEL);
 	sdev->ndev = ndev;
 	sroce_setup_ibdev(sdev);

@@ -6,8 +6,12 @@
 #ifndef SROCE_H
 #define SROCE_H
 
+#include <linux/completion.h>
 #include <linux/idr.h>
 #include <linux/list.h>
+#include <linux/refcount.h>
+#include <linux/spinlock.h>
+#include <linux/xarray.h>
 #include <linux/netdevice.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/sroce-abi.h>
@@ -35,10 +39,10 @@
 /*
  * Device limits reported by query_device.
  *
- * Only protection domains exist in this version; the other numbers are the
- * limits the queue, completion, memory and shared receive queue code is
- * designed for, so that the device attributes do not change under
- * applications when those objects appear. Until then uverbs answers
+ * Protection domains, memory regions and completion queues exist in this
+ * version; the other numbers are the limits the queue and shared receive
+ * queue code is designed for, so that the device attributes do not change
+ * under applications when those objects appear. Until then uverbs answers
  * EOPNOTSUPP for the verbs that would create them, and ib_core does not
  * offer the device to kernel ULPs (the kverbs mandatory ops are missing).
  *
@@ -109,6 +113,13 @@ struct sroce_dev {
 	enum ib_port_state	port_state;	/* RTNL, last state reported */
 
 	struct ida		pd_ida;
+
+	/* Memory regions by key index (key >> 8); see mr.c. */
+	struct xarray		mr_xa;
+	u32			mr_next;	/* cyclic index allocation */
+	atomic_t		mr_variant;	/* low key byte */
+
+	atomic_t		num_cq;		/* enforces max_cq */
 };
 
 struct sroce_ucontext {
@@ -118,6 +129,77 @@ struct sroce_ucontext {
 struct sroce_pd {
 	struct ib_pd		ibpd;
 	u32			pdn;
+};
+
+/*
+ * Memory region. Lookups by the transport take a reference (ref); dereg
+ * removes the key from mr_xa, drops the initial reference and waits on done
+ * for the last one. The structure itself is freed after an RCU grace period,
+ * since lookups find it under rcu_read_lock().
+ */
+struct sroce_mr {
+	struct ib_mr		ibmr;
+	struct sroce_pd		*pd;		/* ibmr.pd is set only after reg */
+	struct ib_umem		*umem;		/* NULL for the DMA MR */
+	struct page		**pages;	/* umem pages, in order */
+	unsigned long		npages;
+	unsigned int		first_off;	/* offset of iova in pages[0] */
+	u64			iova;
+	u64			length;
+	int			access;		/* IB_ACCESS_* */
+	u32			key;		/* lkey == rkey */
+	refcount_t		ref;
+	struct completion	done;
+	struct rcu_head		rcu;
+};
+
+/* Which key of an MR a lookup is for; selects the error reported. */
+enum sroce_key_kind {
+	SROCE_KEY_LOCAL,	/* lkey in a local SGE */
+	SROCE_KEY_REMOTE,	/* rkey in an incoming RETH/AtomicETH */
+};
+
+/* Direction of sroce_mr_copy(). */
+enum sroce_copy_dir {
+	SROCE_COPY_TO_MR,
+	SROCE_COPY_FROM_MR,
+};
+
+/**
+ * typedef sroce_mr_page_fn - callback of sroce_mr_for_each_page()
+ * @priv: the caller's cookie
+ * @page: a page of the region (not mapped; use kmap_local_page())
+ * @offset: byte offset of the chunk in @page
+ * @len: length of the chunk, never crossing the end of @page
+ *
+ * Return: 0 to continue, anything else stops the walk and is returned.
+ */
+typedef int (*sroce_mr_page_fn)(void *priv, struct page *page,
+				unsigned int offset, unsigned int len);
+
+struct sroce_cq {
+	struct ib_cq		ibcq;
+	spinlock_t		lock;		/* producer side and teardown */
+	bool			dead;		/* destroy_cq started, lock */
+	bool			overflowed;	/* CQ_ERR raised once, lock */
+	u32			entries;	/* power of two */
+	u32			prod;		/* kernel's own producer count */
+	u32			cons;		/* kernel CQs: consumer count */
+	u32			*arm;		/* shared word or kernel_arm */
+	u32			kernel_arm;
+	/* user CQs: the mapped ring */
+	struct sroce_cq_ring_hdr *hdr;
+	struct ib_uverbs_wc	*uwc;
+	struct sroce_mmap_entry	*mentry;
+	/* kernel CQs: a private ring */
+	struct ib_wc		*kwc;
+};
+
+/* A vmalloc_user() area offered to user space through mmap. */
+struct sroce_mmap_entry {
+	struct rdma_user_mmap_entry rdma;
+	void			*vaddr;
+	size_t			size;
 };
 
 static inline struct sroce_dev *to_sdev(struct ib_device *ibdev)
@@ -130,6 +212,16 @@ static inline struct sroce_pd *to_spd(struct ib_pd *ibpd)
 	return container_of(ibpd, struct sroce_pd, ibpd);
 }
 
+static inline struct sroce_mr *to_smr(struct ib_mr *ibmr)
+{
+	return container_of(ibmr, struct sroce_mr, ibmr);
+}
+
+static inline struct sroce_cq *to_scq(struct ib_cq *ibcq)
+{
+	return container_of(ibcq, struct sroce_cq, ibcq);
+}
+
 /* main.c */
 void sroce_dealloc_driver(struct ib_device *ibdev);
 
@@ -140,5 +232,42 @@ enum ib_port_state sroce_port_state(const struct net_device *ndev);
 /* pd.c */
 int sroce_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
 int sroce_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
+
+/* mr.c: verbs */
+void sroce_mr_init_dev(struct sroce_dev *sdev);
+void sroce_mr_fini_dev(struct sroce_dev *sdev);
+struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access);
+struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				u64 iova, int access, struct ib_udata *udata);
+int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+
+/* mr.c: for the transport */
+struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, struct sroce_pd *pd,
+			      u32 key, enum sroce_key_kind kind, int access,
+			      u64 va, u64 len);
+void sroce_mr_put(struct sroce_mr *mr);
+enum ib_wc_status sroce_mr_err_status(enum sroce_key_kind kind);
+int sroce_mr_copy(struct sroce_mr *mr, u64 va, void *buf, size_t len,
+		  enum sroce_copy_dir dir);
+int sroce_mr_for_each_page(struct sroce_mr *mr, u64 va, u64 len,
+			   sroce_mr_page_fn fn, void *priv);
+
+/* cq.c: verbs */
+int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		    struct ib_udata *udata);
+int sroce_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int sroce_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);
+int sroce_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+
+/* cq.c: for the transport */
+int sroce_cq_post(struct sroce_cq *cq, const struct ib_wc *wc, bool solicited);
+
+/* queue.c: rings shared with user space */
+struct sroce_mmap_entry *sroce_mmap_alloc(struct ib_ucontext *ibuc,
+					  size_t size);
+void sroce_mmap_remove(struct sroce_mmap_entry *entry);
+u64 sroce_mmap_offset(const struct sroce_mmap_entry *entry);
+int sroce_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma);
+void sroce_mmap_free(struct rdma_user_mmap_entry *rentry);
 
 #endif /* SROCE_H */

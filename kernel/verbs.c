@@ -59,7 +59,9 @@ static int sroce_query_device(struct ib_device *ibdev,
 	attr->max_qp_wr = SROCE_MAX_QP_WR;
 	/*
 	 * Capability flags claim only what works today: no QPs exist yet, so
-	 * no RNR NAK generation, fast registration or atomics.
+	 * no RNR NAK generation, fast registration or atomics. No
+	 * IB_DEVICE_LOCAL_DMA_LKEY either: kernel PDs get their local_dma_lkey
+	 * from get_dma_mr.
 	 */
 	attr->device_cap_flags = IB_DEVICE_SYS_IMAGE_GUID;
 	/*
@@ -181,9 +183,10 @@ static void sroce_dealloc_ucontext(struct ib_ucontext *ibuc)
 }
 
 /*
- * Called when the device goes away while a process still has it open. The
- * context owns nothing that needs revoking yet (no mappings, no queues), but
- * the op must exist: without it uverbs pins the module for every open file
+ * Called when the device goes away while a process still has it open. ib_core
+ * destroys the context's objects right after; the CQ rings it has mapped keep
+ * their pages until the process unmaps them (see queue.c) and no longer
+ * change, so nothing needs revoking here. The op must exist: without it uverbs pins the module for every open file
  * and unregistration waits for user space to close it.
  */
 static void sroce_disassociate_ucontext(struct ib_ucontext *ibuc)
@@ -240,17 +243,27 @@ static const struct ib_device_ops sroce_dev_ops = {
 
 	.alloc_pd = sroce_alloc_pd,
 	.alloc_ucontext = sroce_alloc_ucontext,
+	.create_cq = sroce_create_cq,
 	.dealloc_driver = sroce_dealloc_driver,
 	.dealloc_pd = sroce_dealloc_pd,
 	.dealloc_ucontext = sroce_dealloc_ucontext,
+	.dereg_mr = sroce_dereg_mr,
+	.destroy_cq = sroce_destroy_cq,
 	.disassociate_ucontext = sroce_disassociate_ucontext,
 	.get_dev_fw_str = sroce_get_dev_fw_str,
+	.get_dma_mr = sroce_get_dma_mr,
 	.get_link_layer = sroce_get_link_layer,
 	.get_port_immutable = sroce_get_port_immutable,
+	.mmap = sroce_mmap,
+	.mmap_free = sroce_mmap_free,
+	.poll_cq = sroce_poll_cq,
 	.query_device = sroce_query_device,
 	.query_pkey = sroce_query_pkey,
 	.query_port = sroce_query_port,
+	.reg_user_mr = sroce_reg_user_mr,
+	.req_notify_cq = sroce_req_notify_cq,
 
+	INIT_RDMA_OBJ_SIZE(ib_cq, sroce_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, sroce_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, sroce_ucontext, ibuc),
 };

@@ -117,7 +117,13 @@ TEST(ContextOps, OnlyImplementedOpsAreSet)
 {
 	const verbs_context_ops &ops = sroce::context_ops;
 	EXPECT_EQ(ops.alloc_pd, &sroce_alloc_pd);
+	EXPECT_EQ(ops.create_cq, &sroce_create_cq);
 	EXPECT_EQ(ops.dealloc_pd, &sroce_dealloc_pd);
+	EXPECT_EQ(ops.dereg_mr, &sroce_dereg_mr);
+	EXPECT_EQ(ops.destroy_cq, &sroce_destroy_cq);
+	EXPECT_EQ(ops.poll_cq, &sroce_poll_cq);
+	EXPECT_EQ(ops.reg_mr, &sroce_reg_mr);
+	EXPECT_EQ(ops.req_notify_cq, &sroce_req_notify_cq);
 	EXPECT_EQ(ops.free_context, &sroce_free_context);
 	EXPECT_EQ(ops.query_device_ex, &sroce_query_device_ex);
 	EXPECT_EQ(ops.query_port, &sroce_query_port);
@@ -127,7 +133,13 @@ TEST(ContextOps, OnlyImplementedOpsAreSet)
 	std::memcpy(slots, &ops, sizeof(ops));
 	const size_t set[] = {
 		offsetof(verbs_context_ops, alloc_pd),
+		offsetof(verbs_context_ops, create_cq),
 		offsetof(verbs_context_ops, dealloc_pd),
+		offsetof(verbs_context_ops, dereg_mr),
+		offsetof(verbs_context_ops, destroy_cq),
+		offsetof(verbs_context_ops, poll_cq),
+		offsetof(verbs_context_ops, reg_mr),
+		offsetof(verbs_context_ops, req_notify_cq),
 		offsetof(verbs_context_ops, free_context),
 		offsetof(verbs_context_ops, query_device_ex),
 		offsetof(verbs_context_ops, query_port),

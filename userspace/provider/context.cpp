@@ -19,10 +19,16 @@ namespace sroce {
 constinit const verbs_context_ops context_ops = [] {
 	verbs_context_ops ops{};
 	ops.alloc_pd = sroce_alloc_pd;
+	ops.create_cq = sroce_create_cq;
 	ops.dealloc_pd = sroce_dealloc_pd;
+	ops.dereg_mr = sroce_dereg_mr;
+	ops.destroy_cq = sroce_destroy_cq;
 	ops.free_context = sroce_free_context;
+	ops.poll_cq = sroce_poll_cq;
 	ops.query_device_ex = sroce_query_device_ex;
 	ops.query_port = sroce_query_port;
+	ops.reg_mr = sroce_reg_mr;
+	ops.req_notify_cq = sroce_req_notify_cq;
 	return ops;
 }();
 

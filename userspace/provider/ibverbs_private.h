@@ -206,6 +206,56 @@ static_assert(sizeof(verbs_device) == 712);
  */
 using sroce_op_slot = void (*)(void);
 
+/* ------------------------------------------------------------------------ */
+/* Memory regions (driver.h v44 lines 141-157).                              */
+
+enum sroce_ibv_mr_type : int {
+	SROCE_IBV_MR_TYPE_MR = 0,
+	SROCE_IBV_MR_TYPE_NULL_MR = 1,
+	SROCE_IBV_MR_TYPE_IMPORTED_MR = 2,
+	SROCE_IBV_MR_TYPE_DMABUF_MR = 3,
+};
+
+/* The provider allocates it; libibverbs hands &ibv_mr to the application. */
+struct verbs_mr {
+	struct ibv_mr ibv_mr;		/* must stay first */
+	sroce_ibv_mr_type mr_type;	/* enum ibv_mr_type, an int */
+	int access;
+};
+static_assert(sizeof(struct ibv_mr) == 48, "ibv_mr size (verbs.h v44)");
+static_assert(offsetof(struct ibv_mr, handle) == 32 &&
+	      offsetof(struct ibv_mr, lkey) == 36 &&
+	      offsetof(struct ibv_mr, rkey) == 40);
+static_assert(offsetof(verbs_mr, ibv_mr) == 0);
+static_assert(offsetof(verbs_mr, mr_type) == 48);
+static_assert(offsetof(verbs_mr, access) == 52);
+static_assert(sizeof(verbs_mr) == 56);
+
+/* Public CQ and WC layouts the provider relies on (verbs.h v44). */
+static_assert(sizeof(struct ibv_cq) == 128, "ibv_cq size (verbs.h v44)");
+static_assert(offsetof(struct ibv_cq, handle) == 24 &&
+	      offsetof(struct ibv_cq, cqe) == 28);
+static_assert(sizeof(struct ibv_wc) == 48 &&
+	      sizeof(struct ibv_wc) == sizeof(struct ib_uverbs_wc));
+static_assert(offsetof(struct ibv_wc, status) == offsetof(ib_uverbs_wc, status));
+static_assert(offsetof(struct ibv_wc, opcode) == offsetof(ib_uverbs_wc, opcode));
+static_assert(offsetof(struct ibv_wc, vendor_err) ==
+	      offsetof(ib_uverbs_wc, vendor_err));
+static_assert(offsetof(struct ibv_wc, byte_len) ==
+	      offsetof(ib_uverbs_wc, byte_len));
+static_assert(offsetof(struct ibv_wc, imm_data) == offsetof(ib_uverbs_wc, ex));
+static_assert(offsetof(struct ibv_wc, qp_num) == offsetof(ib_uverbs_wc, qp_num));
+static_assert(offsetof(struct ibv_wc, src_qp) == offsetof(ib_uverbs_wc, src_qp));
+static_assert(offsetof(struct ibv_wc, wc_flags) ==
+	      offsetof(ib_uverbs_wc, wc_flags));
+static_assert(offsetof(struct ibv_wc, pkey_index) ==
+	      offsetof(ib_uverbs_wc, pkey_index));
+static_assert(offsetof(struct ibv_wc, slid) == offsetof(ib_uverbs_wc, slid));
+static_assert(offsetof(struct ibv_wc, sl) == offsetof(ib_uverbs_wc, sl));
+static_assert(offsetof(struct ibv_wc, dlid_path_bits) ==
+	      offsetof(ib_uverbs_wc, dlid_path_bits));
+static_assert(sizeof(enum ibv_wc_status) == 4 && sizeof(enum ibv_wc_opcode) == 4);
+
 struct verbs_context_ops {
 	sroce_op_slot advise_mr;
 	sroce_op_slot alloc_dm;
@@ -222,7 +272,9 @@ struct verbs_context_ops {
 	sroce_op_slot cq_event;
 	sroce_op_slot create_ah;
 	sroce_op_slot create_counters;
-	sroce_op_slot create_cq;
+	struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe,
+				    struct ibv_comp_channel *channel,
+				    int comp_vector);
 	sroce_op_slot create_cq_ex;
 	sroce_op_slot create_flow;
 	sroce_op_slot create_flow_action_esp;
@@ -235,10 +287,10 @@ struct verbs_context_ops {
 	sroce_op_slot dealloc_mw;
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	sroce_op_slot dealloc_td;
-	sroce_op_slot dereg_mr;
+	int (*dereg_mr)(struct verbs_mr *vmr);
 	sroce_op_slot destroy_ah;
 	sroce_op_slot destroy_counters;
-	sroce_op_slot destroy_cq;
+	int (*destroy_cq)(struct ibv_cq *cq);
 	sroce_op_slot destroy_flow;
 	sroce_op_slot destroy_flow_action;
 	sroce_op_slot destroy_qp;
@@ -260,7 +312,7 @@ struct verbs_context_ops {
 	sroce_op_slot modify_wq;
 	sroce_op_slot open_qp;
 	sroce_op_slot open_xrcd;
-	sroce_op_slot poll_cq;
+	int (*poll_cq)(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
 	sroce_op_slot post_recv;
 	sroce_op_slot post_send;
 	sroce_op_slot post_srq_ops;
@@ -278,8 +330,9 @@ struct verbs_context_ops {
 	sroce_op_slot read_counters;
 	sroce_op_slot reg_dm_mr;
 	sroce_op_slot reg_dmabuf_mr;
-	sroce_op_slot reg_mr;
-	sroce_op_slot req_notify_cq;
+	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
+				 uint64_t hca_va, int access);
+	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
 	sroce_op_slot rereg_mr;
 	sroce_op_slot resize_cq;
 	sroce_op_slot set_ece;
@@ -438,6 +491,47 @@ struct resp_alloc_pd_core {
 static_assert(sizeof(resp_alloc_pd_core) == sizeof(ib_uverbs_alloc_pd_resp));
 static_assert(sizeof(ib_uverbs_alloc_pd_resp) == 4);
 
+/* IB_USER_VERBS_CMD_REG_MR: libibverbs' struct ibv_reg_mr */
+struct cmd_reg_mr {
+	ib_uverbs_cmd_hdr hdr;
+	uint64_t response;
+	uint64_t start;
+	uint64_t length;
+	uint64_t hca_va;
+	uint32_t pd_handle;
+	uint32_t access_flags;
+};
+static_assert(sizeof(ib_uverbs_reg_mr) == 40);
+static_assert(offsetof(cmd_reg_mr, pd_handle) ==
+	      sizeof(ib_uverbs_cmd_hdr) + offsetof(ib_uverbs_reg_mr, pd_handle));
+static_assert(sizeof(cmd_reg_mr) ==
+	      sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_reg_mr));
+/* 12 bytes, no driver data: the uapi struct itself is passed. */
+static_assert(sizeof(ib_uverbs_reg_mr_resp) == 12);
+
+/* IB_USER_VERBS_CMD_CREATE_CQ: libibverbs' struct ibv_create_cq */
+struct cmd_create_cq {
+	ib_uverbs_cmd_hdr hdr;
+	uint64_t response;
+	uint64_t user_handle;
+	uint32_t cqe;
+	uint32_t comp_vector;
+	int32_t comp_channel;
+	uint32_t reserved;
+};
+static_assert(sizeof(ib_uverbs_create_cq) == 32);
+static_assert(offsetof(cmd_create_cq, comp_channel) ==
+	      sizeof(ib_uverbs_cmd_hdr) + offsetof(ib_uverbs_create_cq, comp_channel));
+static_assert(sizeof(cmd_create_cq) ==
+	      sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_create_cq));
+
+struct resp_create_cq_core {
+	uint32_t cq_handle;
+	uint32_t cqe;
+};
+static_assert(sizeof(resp_create_cq_core) == sizeof(ib_uverbs_create_cq_resp));
+static_assert(sizeof(ib_uverbs_create_cq_resp) == 8);
+
 } // namespace sroce::abi
 
 /* ------------------------------------------------------------------------ */
@@ -480,6 +574,19 @@ int ibv_cmd_alloc_pd(struct ibv_context *context, struct ibv_pd *pd,
 		     sroce::abi::cmd_alloc_pd *cmd, size_t cmd_size,
 		     sroce::abi::resp_alloc_pd_core *resp, size_t resp_size);
 int ibv_cmd_dealloc_pd(struct ibv_pd *pd);
+/* Fills vmr->ibv_mr handle, lkey, rkey, context, and mr_type, access. */
+int ibv_cmd_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
+		   uint64_t hca_va, int access, verbs_mr *vmr,
+		   sroce::abi::cmd_reg_mr *cmd, size_t cmd_size,
+		   struct ib_uverbs_reg_mr_resp *resp, size_t resp_size);
+int ibv_cmd_dereg_mr(verbs_mr *vmr);
+/* Sets cq->context, cq->handle and cq->cqe; the rest is ibv_create_cq's. */
+int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
+		      struct ibv_comp_channel *channel, int comp_vector,
+		      struct ibv_cq *cq, sroce::abi::cmd_create_cq *cmd,
+		      size_t cmd_size, sroce::abi::resp_create_cq_core *resp,
+		      size_t resp_size);
+int ibv_cmd_destroy_cq(struct ibv_cq *cq);
 
 } // extern "C"
 

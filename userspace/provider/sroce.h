@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * libsroce-rdmav34.so internals: the provider's objects and the callbacks
- * libibverbs invokes. One .cpp per object family (device, context, pd; later
- * cq, qp, srq, mr, ah), each adding its callbacks here and to the ops table in
+ * libibverbs invokes. One .cpp per object family (device, context, pd, mr, cq;
+ * later qp, srq, ah), each adding its callbacks here and to the ops table in
  * context.cpp.
  */
 #ifndef SROCE_PROVIDER_SROCE_H
@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <pthread.h>
 #include <rdma/sroce-abi.h>
 
 #include "ibverbs_private.h"
@@ -31,6 +32,25 @@ struct context {
 struct pd {
 	struct ibv_pd ibv;
 	uint32_t pdn;			/* kernel PD number, for diagnostics */
+};
+
+struct mr {
+	verbs_mr vmr;			/* libibverbs sees &vmr.ibv_mr */
+};
+
+/*
+ * A CQ: the ring the kernel produces into (layout in sroce-abi.h), mapped
+ * from the context's command fd. lock serialises pollers of the same CQ.
+ */
+struct cq {
+	struct ibv_cq ibv;
+	void *map;			/* whole mapping, map_size bytes */
+	size_t map_size;
+	sroce_cq_ring_hdr *hdr;
+	const struct ib_uverbs_wc *ring;
+	uint32_t entries;		/* power of two */
+	uint32_t cons;			/* our copy of hdr->consumer */
+	pthread_spinlock_t lock;
 };
 
 /* Pointer from an embedded libibverbs object back to the sroce object. */
@@ -55,6 +75,16 @@ inline context *get_context(struct ibv_context *ibctx)
 inline pd *get_pd(struct ibv_pd *ibpd)
 {
 	return outer_of<pd>(ibpd, offsetof(pd, ibv));
+}
+
+inline mr *get_mr(verbs_mr *vmr)
+{
+	return outer_of<mr>(vmr, offsetof(mr, vmr));
+}
+
+inline cq *get_cq(struct ibv_cq *ibcq)
+{
+	return outer_of<cq>(ibcq, offsetof(cq, ibv));
 }
 
 extern const verbs_device_ops device_ops;
@@ -88,6 +118,17 @@ int sroce_query_port(struct ibv_context *ibctx, uint8_t port_num,
 
 struct ibv_pd *sroce_alloc_pd(struct ibv_context *ibctx);
 int sroce_dealloc_pd(struct ibv_pd *ibpd);
+
+struct ibv_mr *sroce_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
+			    uint64_t hca_va, int access);
+int sroce_dereg_mr(verbs_mr *vmr);
+
+struct ibv_cq *sroce_create_cq(struct ibv_context *ibctx, int cqe,
+			       struct ibv_comp_channel *channel,
+			       int comp_vector);
+int sroce_destroy_cq(struct ibv_cq *ibcq);
+int sroce_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc);
+int sroce_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
 }
 
 #endif /* SROCE_PROVIDER_SROCE_H */

@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sroce - memory regions.
+ *
+ * Keys
+ * ----
+ * An lkey (equal to the rkey) is index << 8 | variant. The index, in
+ * [1, SROCE_MAX_MR], selects the slot of sdev->mr_xa and is what enforces
+ * max_mr; the variant is a per-device counter bumped for every registration,
+ * so a stale key whose index has been reused by a later registration does not
+ * match it (except once in 256 reuses). Key 0 is never valid.
+ *
+ * Lifetime
+ * --------
+ * Registration reserves the index, fills in the MR completely and only then
+ * stores the pointer, so a lookup never sees a half-built MR. Lookups run
+ * under rcu_read_lock() and take a reference with refcount_inc_not_zero().
+ * Deregistration erases the index (no new lookups), drops the initial
+ * reference and waits for the in-flight users to drop theirs; the pinned
+ * pages are released only then, and the structure itself after an RCU grace
+ * period.
+ */
+
+#include <linux/highmem.h>
+#include <linux/mm.h>
+#include <linux/scatterlist.h>
+#include <rdma/ib_umem.h>
+
+#include "sroce.h"
+
+#define SROCE_MR_KEY_SHIFT	8
+
+/* Permissions an MR can carry; the optional range is silently ignored. */
+#define SROCE_MR_ACCESS		(IB_ACCESS_LOCAL_WRITE | \
+				 IB_ACCESS_REMOTE_WRITE | \
+				 IB_ACCESS_REMOTE_READ | \
+				 IB_ACCESS_REMOTE_ATOMIC | \
+				 IB_ACCESS_MW_BIND | \
+				 IB_ACCESS_HUGETLB)
+
+void sroce_mr_init_dev(struct sroce_dev *sdev)
+{
+	xa_init_flags(&sdev->mr_xa, XA_FLAGS_ALLOC1);
+	atomic_set(&sdev->mr_variant, 0);
+}
+
+void sroce_mr_fini_dev(struct sroce_dev *sdev)
+{
+	/* ib_core has deregistered every MR before dealloc_driver. */
+	WARN_ON(!xa_empty(&sdev->mr_xa));
+	xa_destroy(&sdev->mr_xa);
+}
+
+/*
+ * IBTA 10.6.3.1 / 11.2.8.2: remote write and remote atomic need local write.
+ * Unknown bits are invalid; on-demand paging and zero-based regions are valid
+ * requests this device does not implement.
+ */
+static int sroce_check_access(int access)
+{
+	if (access & ~IB_ACCESS_SUPPORTED)
+		return -EINVAL;
+	if ((access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IB_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	if (access & (IB_ACCESS_ON_DEMAND | IB_ZERO_BASED))
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+static struct sroce_mr *sroce_mr_alloc(struct sroce_pd *pd, int access)
+{
+	struct sroce_mr *mr;
+
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return NULL;
+	mr->pd = pd;
+	mr->access = access & SROCE_MR_ACCESS;
+	refcount_set(&mr->ref, 1);
+	init_completion(&mr->done);
+	return mr;
+}
+
+/* Reserve an index, then publish the fully initialised MR under its key. */
+static int sroce_mr_publish(struct sroce_dev *sdev, struct sroce_mr *mr)
+{
+	u32 index, variant;
+	int err;
+
+	err = xa_alloc_cyclic(&sdev->mr_xa, &index, NULL,
+			      XA_LIMIT(1, SROCE_MAX_MR), &sdev->mr_next,
+			      GFP_KERNEL);
+	if (err < 0)
+		return err == -EBUSY ? -ENOMEM : err;
+
+	variant = (u32)atomic_inc_return(&sdev->mr_variant) & 0xff;
+	mr->key = index << SROCE_MR_KEY_SHIFT | variant;
+	mr->ibmr.lkey = mr->key;
+	mr->ibmr.rkey = mr->key;
+
+	/* The slot exists already: this store allocates nothing. */
+	xa_store(&sdev->mr_xa, index, mr, GFP_KERNEL);
+	return 0;
+}
+
+struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access)
+{
+	struct sroce_dev *sdev = to_sdev(ibpd->device);
+	struct sroce_mr *mr;
+	int err;
+
+	err = sroce_check_access(access);
+	if (err)
+		return ERR_PTR(err);
+
+	mr = sroce_mr_alloc(to_spd(ibpd), access);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	/* Virtual DMA: a DMA address is a kernel virtual address. */
+	mr->iova = 0;
+	mr->length = U64_MAX;
+
+	err = sroce_mr_publish(sdev, mr);
+	if (err) {
+		kfree(mr);
+		return ERR_PTR(err);
+	}
+	return &mr->ibmr;
+}
+
+/* Record the pinned pages in order, for O(1) lookup by offset. */
+static int sroce_mr_collect_pages(struct sroce_mr *mr)
+{
+	struct ib_umem *umem = mr->umem;
+	struct sg_page_iter piter;
+	unsigned long i = 0;
+
+	mr->npages = ib_umem_num_pages(umem);
+	mr->first_off = ib_umem_offset(umem);
+	mr->pages = kvmalloc_array(mr->npages, sizeof(*mr->pages), GFP_KERNEL);
+	if (!mr->pages)
+		return -ENOMEM;
+
+	for_each_sgtable_page(&umem->sgt_append.sgt, &piter, 0) {
+		if (i == mr->npages)
+			break;
+		mr->pages[i++] = sg_page_iter_page(&piter);
+	}
+	if (i != mr->npages)
+		return -EFAULT;
+	return 0;
+}
+
+struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				u64 iova, int access, struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibpd->device);
+	struct ib_umem *umem;
+	struct sroce_mr *mr;
+	int err;
+
+	err = sroce_check_access(access);
+	if (err)
+		return ERR_PTR(err);
+	if (udata && (udata->inlen || udata->outlen))
+		return ERR_PTR(-EINVAL);
+	if (!length || length > SROCE_MAX_MR_SIZE ||
+	    start + length < start || iova + length < iova ||
+	    length > SIZE_MAX)
+		return ERR_PTR(-EINVAL);
+
+	mr = sroce_mr_alloc(to_spd(ibpd), access);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->iova = iova;
+	mr->length = length;
+
+	umem = ib_umem_get(ibpd->device, start, length, access);
+	if (IS_ERR(umem)) {
+		err = PTR_ERR(umem);
+		goto err_free;
+	}
+	mr->umem = umem;
+
+	err = sroce_mr_collect_pages(mr);
+	if (err)
+		goto err_release;
+
+	err = sroce_mr_publish(sdev, mr);
+	if (err)
+		goto err_release;
+
+	mr->ibmr.iova = iova;
+	mr->ibmr.length = length;
+	return &mr->ibmr;
+
+err_release:
+	kvfree(mr->pages);
+	ib_umem_release(umem);
+err_free:
+	kfree(mr);
+	return ERR_PTR(err);
+}
+
+int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibmr->device);
+	struct sroce_mr *mr = to_smr(ibmr);
+
+	xa_erase(&sdev->mr_xa, mr->key >> SROCE_MR_KEY_SHIFT);
+	sroce_mr_put(mr);
+	wait_for_completion(&mr->done);
+
+	if (mr->umem)
+		ib_umem_release(mr->umem);
+	kvfree(mr->pages);
+	kfree_rcu(mr, rcu);
+	return 0;
+}
+
+/**
+ * sroce_mr_put - drop a reference taken by sroce_mr_get()
+ * @mr: the memory region
+ *
+ * The last reference lets a waiting deregistration continue; @mr must not be
+ * used after this call.
+ */
+void sroce_mr_put(struct sroce_mr *mr)
+{
+	if (refcount_dec_and_test(&mr->ref))
+		complete(&mr->done);
+}
+
+/**
+ * sroce_mr_err_status - completion status for a failed MR lookup
+ * @kind: whether the key came from a local SGE or from a remote request
+ *
+ * Every error of sroce_mr_get() (unknown or stale key, wrong PD, missing
+ * permission, range outside the region) is a local protection error for an
+ * lkey and a remote access error (NAK) for an rkey.
+ *
+ * Return: IB_WC_LOC_PROT_ERR or IB_WC_REM_ACCESS_ERR.
+ */
+enum ib_wc_status sroce_mr_err_status(enum sroce_key_kind kind)
+{
+	return kind == SROCE_KEY_REMOTE ? IB_WC_REM_ACCESS_ERR :
+					  IB_WC_LOC_PROT_ERR;
+}
+
+/* [va, va + len) inside the region? A zero length is always inside. */
+static bool sroce_mr_covers(const struct sroce_mr *mr, u64 va, u64 len)
+{
+	u64 off;
+
+	if (!len)
+		return true;
+	if (va < mr->iova)
+		return false;
+	off = va - mr->iova;
+	return off < mr->length && len <= mr->length - off;
+}
+
+/**
+ * sroce_mr_get - find a memory region by key and check an access to it
+ * @sdev: the device
+ * @pd: protection domain of the QP making the access
+ * @key: lkey or rkey from a WQE or a packet (untrusted)
+ * @kind: SROCE_KEY_LOCAL or SROCE_KEY_REMOTE
+ * @access: IB_ACCESS_* bits the access needs (0 for a local read)
+ * @va: first byte of the access, in the region's iova space
+ * @len: length of the access; 0 skips the range check
+ *
+ * Safe in any context, including softirq. On success the caller holds a
+ * reference and must release it with sroce_mr_put(); the region cannot be
+ * deregistered (its pages stay pinned) until then.
+ *
+ * Return: the referenced MR, or ERR_PTR(-ENOENT) for an unknown or stale key,
+ * ERR_PTR(-EPERM) for a region of another PD, ERR_PTR(-EACCES) for missing
+ * permissions, ERR_PTR(-ERANGE) for an access outside the region. Map any of
+ * them to a completion status with sroce_mr_err_status().
+ */
+struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, struct sroce_pd *pd,
+			      u32 key, enum sroce_key_kind kind, int access,
+			      u64 va, u64 len)
+{
+	struct sroce_mr *mr;
+	int err;
+
+	rcu_read_lock();
+	mr = xa_load(&sdev->mr_xa, key >> SROCE_MR_KEY_SHIFT);
+	if (!mr || READ_ONCE(mr->key) != key ||
+	    !refcount_inc_not_zero(&mr->ref)) {
+		rcu_read_unlock();
+		return ERR_PTR(-ENOENT);
+	}
+	rcu_read_unlock();
+
+	if (mr->pd != pd)
+		err = -EPERM;
+	else if ((mr->access & access) != access)
+		err = -EACCES;
+	else if (kind == SROCE_KEY_REMOTE && !mr->umem)
+		err = -EACCES;	/* kernel memory is never remotely usable */
+	else if (!sroce_mr_covers(mr, va, len))
+		err = -ERANGE;
+	else
+		return mr;
+
+	sroce_mr_put(mr);
+	return ERR_PTR(err);
+}
+
+/**
+ * sroce_mr_for_each_page - walk a range of a region page by page
+ * @mr: a region referenced through sroce_mr_get()
+ * @va: first byte, in the region's iova space
+ * @len: number of bytes
+ * @fn: called for every chunk, in order; no chunk crosses a page
+ * @priv: passed to @fn
+ *
+ * The pages are pinned for as long as the reference is held, so @fn may take
+ * page references (e.g. to attach them to an skb as fragments) or map them
+ * with kmap_local_page(). For the DMA region, @va is a kernel virtual address
+ * in the linear map.
+ *
+ * Return: 0, -ERANGE if the range is not inside the region, -EFAULT for a
+ * DMA-region address outside the linear map, or the first non-zero value
+ * returned by @fn.
+ */
+int sroce_mr_for_each_page(struct sroce_mr *mr, u64 va, u64 len,
+			   sroce_mr_page_fn fn, void *priv)
+{
+	unsigned long idx;
+	unsigned int pgoff, chunk;
+	u64 off;
+	int err;
+
+	if (!sroce_mr_covers(mr, va, len))
+		return -ERANGE;
+
+	if (!mr->umem) {
+		while (len) {
+			void *addr = (void *)(uintptr_t)va;
+
+			if (!virt_addr_valid(addr))
+				return -EFAULT;
+			pgoff = offset_in_page(addr);
+			chunk = min_t(u64, len, PAGE_SIZE - pgoff);
+			err = fn(priv, virt_to_page(addr), pgoff, chunk);
+			if (err)
+				return err;
+			va += chunk;
+			len -= chunk;
+		}
+		return 0;
+	}
+
+	off = va - mr->iova + mr->first_off;
+	idx = off >> PAGE_SHIFT;
+	pgoff = off & ~PAGE_MASK;
+	while (len) {
+		chunk = min_t(u64, len, PAGE_SIZE - pgoff);
+		if (WARN_ON_ONCE(idx >= mr->npages))
+			return -ERANGE;
+		err = fn(priv, mr->pages[idx], pgoff, chunk);
+		if (err)
+			return err;
+		len -= chunk;
+		idx++;
+		pgoff = 0;
+	}
+	return 0;
+}
+
+struct sroce_copy_state {
+	u8			*buf;
+	enum sroce_copy_dir	dir;
+};
+
+static int sroce_copy_chunk(void *priv, struct page *page, unsigned int offset,
+			    unsigned int len)
+{
+	struct sroce_copy_state *st = priv;
+	u8 *addr = kmap_local_page(page);
+
+	if (st->dir == SROCE_COPY_TO_MR)
+		memcpy(addr + offset, st->buf, len);
+	else
+		memcpy(st->buf, addr + offset, len);
+	kunmap_local(addr);
+	st->buf += len;
+	return 0;
+}
+
+/**
+ * sroce_mr_copy - copy between a region and a kernel buffer
+ * @mr: a region referenced through sroce_mr_get()
+ * @va: first byte in the region, in its iova space
+ * @buf: kernel buffer of at least @len bytes
+ * @len: number of bytes
+ * @dir: SROCE_COPY_TO_MR or SROCE_COPY_FROM_MR
+ *
+ * Callable from softirq. Permissions are not checked here: they were checked
+ * by the sroce_mr_get() that produced the reference.
+ *
+ * Return: 0, -ERANGE if the range is not inside the region, or -EFAULT for a
+ * DMA-region address outside the linear map.
+ */
+int sroce_mr_copy(struct sroce_mr *mr, u64 va, void *buf, size_t len,
+		  enum sroce_copy_dir dir)
+{
+	struct sroce_copy_state st = { .buf = buf, .dir = dir };
+
+	return sroce_mr_for_each_page(mr, va, len, sroce_copy_chunk, &st);
+}

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Memory regions: registration is entirely the kernel's (it pins the pages
+ * and hands out the keys); the provider only wraps the commands.
+ */
+#include <cerrno>
+#include <cstdlib>
+
+#include "sroce.h"
+
+extern "C" {
+
+struct ibv_mr *sroce_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
+			    uint64_t hca_va, int access)
+{
+	auto *mr = static_cast<sroce::mr *>(std::calloc(1, sizeof(sroce::mr)));
+	if (!mr) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+
+	sroce::abi::cmd_reg_mr cmd{};
+	struct ib_uverbs_reg_mr_resp resp{};
+	const int err = ibv_cmd_reg_mr(ibpd, addr, length, hca_va, access,
+				       &mr->vmr, &cmd, sizeof(cmd), &resp,
+				       sizeof(resp));
+	if (err) {
+		std::free(mr);
+		errno = err;
+		return nullptr;
+	}
+	return &mr->vmr.ibv_mr;
+}
+
+int sroce_dereg_mr(verbs_mr *vmr)
+{
+	const int err = ibv_cmd_dereg_mr(vmr);
+	if (err)
+		return err;
+	std::free(sroce::get_mr(vmr));
+	return 0;
+}
+
+} // extern "C"
