@@ -24,66 +24,32 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <string>
 
 #include <infiniband/verbs.h>
 
-namespace {
+#include "tool_util.h"
 
-std::string errno_text(int err)
-{
-	const char *name = strerrorname_np(err);
-	return "errno=" + std::to_string(err) + " (" + (name ? name : "?") + ")";
-}
-
-int usage(const char *argv0)
-{
-	std::fprintf(stderr, "usage: %s DEVICE [PORT]\n", argv0);
-	return 2;
-}
-
-} // namespace
+using sroce_tool::errno_text;
 
 int main(int argc, char **argv)
 {
-	if (argc < 2 || argc > 3)
-		return usage(argv[0]);
-	const char *want = argv[1];
-	int port = 1;
-	if (argc == 3) {
-		char *end = nullptr;
-		const long v = std::strtol(argv[2], &end, 10);
-		if (!*argv[2] || *end || v < 1 || v > 255)
-			return usage(argv[0]);
-		port = static_cast<int>(v);
-	}
+	const char *want;
+	uint8_t port;
+	if (!sroce_tool::parse_device_args(argc, argv, &want, &port))
+		return 2;
 
 	/* Must precede the first libibverbs call, which reads it. */
 	setenv("RDMAV_ALLOW_DISASSOC_DESTROY", "1", 0);
 
-	int num = 0;
-	struct ibv_device **list = ibv_get_device_list(&num);
-	if (!list) {
-		std::fprintf(stderr, "ERROR ibv_get_device_list: %s\n",
-			     errno_text(errno).c_str());
+	const sroce_tool::DeviceList devices;
+	struct ibv_device *dev = devices.find(want);
+	if (!dev)
 		return 2;
-	}
-	struct ibv_device *dev = nullptr;
-	for (int i = 0; i < num; i++)
-		if (std::strcmp(ibv_get_device_name(list[i]), want) == 0)
-			dev = list[i];
-	if (!dev) {
-		std::fprintf(stderr, "ERROR device %s not found\n", want);
-		ibv_free_device_list(list);
-		return 2;
-	}
 
 	struct ibv_context *ctx = ibv_open_device(dev);
 	if (!ctx) {
 		std::fprintf(stderr, "ERROR ibv_open_device %s: %s\n", want,
 			     errno_text(errno).c_str());
-		ibv_free_device_list(list);
 		return 1;
 	}
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
@@ -91,7 +57,6 @@ int main(int argc, char **argv)
 		std::fprintf(stderr, "ERROR ibv_alloc_pd: %s\n",
 			     errno_text(errno).c_str());
 		ibv_close_device(ctx);
-		ibv_free_device_list(list);
 		return 1;
 	}
 
@@ -103,7 +68,7 @@ int main(int argc, char **argv)
 	(void)!std::fgets(line, sizeof(line), stdin);
 
 	struct ibv_port_attr attr = {};
-	const int qrc = ibv_query_port(ctx, static_cast<uint8_t>(port), &attr);
+	const int qrc = ibv_query_port(ctx, port, &attr);
 	if (qrc == 0)
 		std::printf("QUERY_PORT rc=0 state=%s\n",
 			    ibv_port_state_str(attr.state));
@@ -112,7 +77,6 @@ int main(int argc, char **argv)
 
 	std::printf("DEALLOC_PD rc=%d\n", ibv_dealloc_pd(pd));
 	std::printf("CLOSE rc=%d\n", ibv_close_device(ctx));
-	ibv_free_device_list(list);
 	std::printf("DONE\n");
 	std::fflush(stdout);
 	return 0;

@@ -30,10 +30,14 @@
 #include <infiniband/verbs.h>
 #include <rdma/sroce-abi.h>
 
+#include "tool_util.h"
+
 /* libibverbs' private command wrapper (IBVERBS_PRIVATE_34, driver.h v44). */
 extern "C" int ibv_cmd_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 
 namespace {
+
+using sroce_tool::errno_text;
 
 int failures = 0;
 
@@ -46,12 +50,6 @@ void check(const std::string &name, bool ok, const std::string &why = "")
 		failures++;
 	}
 	std::fflush(stdout);
-}
-
-std::string err_text(int err)
-{
-	const char *n = strerrorname_np(err);
-	return "errno=" + std::to_string(err) + " (" + (n ? n : "?") + ")";
 }
 
 struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t len, int access)
@@ -74,7 +72,7 @@ void expect_reg_fails(struct ibv_pd *pd, const char *name, void *addr,
 	bool ok = false;
 	for (int x : errs)
 		ok |= x == e;
-	check(name, ok, "got " + err_text(e));
+	check(name, ok, "got " + errno_text(e));
 }
 
 void *map_anon(size_t len)
@@ -92,7 +90,7 @@ void test_mr(struct ibv_pd *pd)
 	const size_t big = 64u << 20;
 	char *buf = static_cast<char *>(map_anon(big));
 	if (!buf) {
-		check("mr_map_64MiB", false, err_text(errno));
+		check("mr_map_64MiB", false, errno_text(errno));
 		return;
 	}
 
@@ -113,7 +111,7 @@ void test_mr(struct ibv_pd *pd)
 	for (const Case &c : cases) {
 		struct ibv_mr *mr = reg(pd, buf + c.off, c.len, c.access);
 		if (!mr) {
-			check(c.name, false, err_text(errno));
+			check(c.name, false, errno_text(errno));
 			continue;
 		}
 		std::printf("  %s lkey=0x%x rkey=0x%x\n", c.name, mr->lkey,
@@ -127,7 +125,7 @@ void test_mr(struct ibv_pd *pd)
 	/* The same memory registered twice gets two keys. */
 	struct ibv_mr *again = reg(pd, buf, 4096, lw);
 	check("mr_same_memory_twice", again && keys.insert(again->lkey).second,
-	      again ? "duplicate key" : err_text(errno));
+	      again ? "duplicate key" : errno_text(errno));
 	if (again)
 		mrs.push_back(again);
 
@@ -169,7 +167,7 @@ void test_mr(struct ibv_pd *pd)
 	ro[0] = 1;
 	mprotect(ro, 4096, PROT_READ);
 	struct ibv_mr *rmr = reg(pd, ro, 4096, IBV_ACCESS_REMOTE_READ);
-	check("mr_read_only_memory_readable", rmr != nullptr, err_text(errno));
+	check("mr_read_only_memory_readable", rmr != nullptr, errno_text(errno));
 	if (rmr)
 		ibv_dereg_mr(rmr);
 	expect_reg_fails(pd, "mr_read_only_memory_writable", ro, 4096, lw,
@@ -192,7 +190,7 @@ void test_mr(struct ibv_pd *pd)
 	}
 	check("mr_4000_small", lots.size() == many && lot_keys.size() == many,
 	      "registered " + std::to_string(lots.size()) + " " +
-		      err_text(reg_err));
+		      errno_text(reg_err));
 	dereg_ok = true;
 	for (struct ibv_mr *mr : lots)
 		dereg_ok &= ibv_dereg_mr(mr) == 0;
@@ -214,7 +212,7 @@ void test_cq(struct ibv_context *ctx, const struct ibv_device_attr &attr)
 		const std::string name = "cq_size_" + std::to_string(want);
 		struct ibv_cq *cq = make_cq(ctx, want);
 		if (!cq) {
-			check(name, false, err_text(errno));
+			check(name, false, errno_text(errno));
 			continue;
 		}
 		struct ibv_wc wc[4];
@@ -236,7 +234,7 @@ void test_cq(struct ibv_context *ctx, const struct ibv_device_attr &attr)
 		const int e = errno;
 		if (cq)
 			ibv_destroy_cq(cq);
-		check(name, !cq && e == EINVAL, cq ? "created" : err_text(e));
+		check(name, !cq && e == EINVAL, cq ? "created" : errno_text(e));
 	}
 
 	struct ibv_cq *cq = make_cq(ctx, 16, nullptr,
@@ -245,15 +243,15 @@ void test_cq(struct ibv_context *ctx, const struct ibv_device_attr &attr)
 	if (cq)
 		ibv_destroy_cq(cq);
 	check("cq_bad_comp_vector", !cq && e == EINVAL,
-	      cq ? "created" : err_text(e));
+	      cq ? "created" : errno_text(e));
 
 	/* A completion channel: no event without a completion. */
 	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
-	check("comp_channel_create", ch != nullptr, err_text(errno));
+	check("comp_channel_create", ch != nullptr, errno_text(errno));
 	if (!ch)
 		return;
 	cq = make_cq(ctx, 64, ch);
-	check("cq_on_channel", cq != nullptr, err_text(errno));
+	check("cq_on_channel", cq != nullptr, errno_text(errno));
 	if (cq) {
 		check("cq_on_channel_arm", ibv_req_notify_cq(cq, 0) == 0);
 		fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
@@ -262,7 +260,7 @@ void test_cq(struct ibv_context *ctx, const struct ibv_device_attr &attr)
 		errno = 0;
 		const int rc = ibv_get_cq_event(ch, &ev_cq, &ev_ctx);
 		check("cq_on_channel_no_spurious_event",
-		      rc < 0 && errno == EAGAIN, err_text(errno));
+		      rc < 0 && errno == EAGAIN, errno_text(errno));
 		check("cq_on_channel_destroy", ibv_destroy_cq(cq) == 0);
 	}
 	check("comp_channel_destroy", ibv_destroy_comp_channel(ch) == 0);
@@ -306,7 +304,7 @@ int mode_scribble(struct ibv_context *ctx)
 	struct ibv_cq *cq = make_cq(ctx, 8);
 	struct ibv_cq *keep = make_cq(ctx, 8);
 	if (!cq || !keep) {
-		std::printf("create_cq: %s\n", err_text(errno).c_str());
+		std::printf("create_cq: %s\n", errno_text(errno).c_str());
 		return 1;
 	}
 	int bad = 0;
@@ -347,20 +345,14 @@ int main(int argc, char **argv)
 	}
 	const std::string mode = argc == 3 ? argv[2] : "all";
 
-	int num = 0;
-	struct ibv_device **list = ibv_get_device_list(&num);
-	struct ibv_device *dev = nullptr;
-	for (int i = 0; list && i < num; i++)
-		if (std::strcmp(ibv_get_device_name(list[i]), argv[1]) == 0)
-			dev = list[i];
-	if (!dev) {
-		std::fprintf(stderr, "ERROR device %s not found\n", argv[1]);
+	const sroce_tool::DeviceList devices;
+	struct ibv_device *dev = devices.find(argv[1]);
+	if (!dev)
 		return 2;
-	}
 	struct ibv_context *ctx = ibv_open_device(dev);
 	if (!ctx) {
 		std::printf("open_device: %s\nRESULT: FAIL\n",
-			    err_text(errno).c_str());
+			    errno_text(errno).c_str());
 		return 1;
 	}
 
@@ -374,14 +366,13 @@ int main(int argc, char **argv)
 	std::printf("  max_mr=%d max_cq=%d max_cqe=%d\n", attr.max_mr,
 		    attr.max_cq, attr.max_cqe);
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
-	check("alloc_pd", pd != nullptr, err_text(errno));
+	check("alloc_pd", pd != nullptr, errno_text(errno));
 	if (pd) {
 		test_mr(pd);
 		check("dealloc_pd", ibv_dealloc_pd(pd) == 0);
 	}
 	test_cq(ctx, attr);
 	check("close_device", ibv_close_device(ctx) == 0);
-	ibv_free_device_list(list);
 
 	std::printf("RESULT: %s\n", failures ? "FAIL" : "PASS");
 	return failures ? 1 : 0;

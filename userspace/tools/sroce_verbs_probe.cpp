@@ -26,7 +26,11 @@
 
 #include <infiniband/verbs.h>
 
+#include "tool_util.h"
+
 namespace {
+
+using sroce_tool::errno_text;
 
 enum class Expect { works, unsupported };
 
@@ -42,12 +46,6 @@ struct Probe {
 };
 
 int failures = 0;
-
-std::string errno_text(int err)
-{
-	const char *name = strerrorname_np(err);
-	return "errno=" + std::to_string(err) + " (" + (name ? name : "?") + ")";
-}
 
 void report(const char *verb, Expect expect, Outcome out)
 {
@@ -87,50 +85,24 @@ Outcome creating(Create create, Destroy destroy)
 	return Outcome{0};
 }
 
-int usage(const char *argv0)
-{
-	std::fprintf(stderr, "usage: %s DEVICE [PORT]\n", argv0);
-	return 2;
-}
-
 } // namespace
 
 int main(int argc, char **argv)
 {
-	if (argc < 2 || argc > 3)
-		return usage(argv[0]);
-	const char *want = argv[1];
-	uint8_t port = 1;
-	if (argc == 3) {
-		char *end = nullptr;
-		const long v = std::strtol(argv[2], &end, 10);
-		if (!*argv[2] || *end || v < 1 || v > 255)
-			return usage(argv[0]);
-		port = static_cast<uint8_t>(v);
-	}
+	const char *want;
+	uint8_t port;
+	if (!sroce_tool::parse_device_args(argc, argv, &want, &port))
+		return 2;
 
-	int num = 0;
-	struct ibv_device **list = ibv_get_device_list(&num);
-	if (!list) {
-		std::fprintf(stderr, "ERROR ibv_get_device_list: %s\n",
-			     errno_text(errno).c_str());
+	const sroce_tool::DeviceList devices;
+	struct ibv_device *dev = devices.find(want);
+	if (!dev)
 		return 2;
-	}
-	struct ibv_device *dev = nullptr;
-	for (int i = 0; i < num; i++)
-		if (std::strcmp(ibv_get_device_name(list[i]), want) == 0)
-			dev = list[i];
-	if (!dev) {
-		std::fprintf(stderr, "ERROR device %s not found\n", want);
-		ibv_free_device_list(list);
-		return 2;
-	}
 
 	struct ibv_context *ctx = ibv_open_device(dev);
 	report("open_device", Expect::works, Outcome{ctx ? 0 : errno});
 	if (!ctx) {
 		std::printf("RESULT: FAIL\n");
-		ibv_free_device_list(list);
 		return 1;
 	}
 
@@ -254,7 +226,6 @@ int main(int argc, char **argv)
 	}
 
 	report("close_device", Expect::works, Outcome{ibv_close_device(ctx)});
-	ibv_free_device_list(list);
 
 	std::printf("RESULT: %s\n", failures ? "FAIL" : "PASS");
 	return failures ? 1 : 0;

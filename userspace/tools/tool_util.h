@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Small helpers shared by the test tools: errno formatting, argument parsing
+ * and finding a device by name.
+ */
+#ifndef SROCE_TOOL_UTIL_H
+#define SROCE_TOOL_UTIL_H
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include <infiniband/verbs.h>
+
+namespace sroce_tool {
+
+/* "errno=95 (EOPNOTSUPP)" */
+inline std::string errno_text(int err)
+{
+	const char *name = strerrorname_np(err);
+	return "errno=" + std::to_string(err) + " (" + (name ? name : "?") + ")";
+}
+
+/* Parses a port number 1..255; false if s is not one. */
+inline bool parse_port(const char *s, uint8_t *port)
+{
+	char *end = nullptr;
+	const long v = std::strtol(s, &end, 10);
+	if (!*s || *end || v < 1 || v > 255)
+		return false;
+	*port = static_cast<uint8_t>(v);
+	return true;
+}
+
+/*
+ * Command line "TOOL DEVICE [PORT]": sets *dev and *port (default 1), or
+ * prints the usage and returns false.
+ */
+inline bool parse_device_args(int argc, char **argv, const char **dev, uint8_t *port)
+{
+	*port = 1;
+	if (argc < 2 || argc > 3 || (argc == 3 && !parse_port(argv[2], port))) {
+		std::fprintf(stderr, "usage: %s DEVICE [PORT]\n", argv[0]);
+		return false;
+	}
+	*dev = argv[1];
+	return true;
+}
+
+/* The device list of libibverbs, freed on scope exit. */
+class DeviceList {
+public:
+	DeviceList() : list_(ibv_get_device_list(&num_)), err_(list_ ? 0 : errno) {}
+	~DeviceList()
+	{
+		if (list_)
+			ibv_free_device_list(list_);
+	}
+	DeviceList(const DeviceList &) = delete;
+	DeviceList &operator=(const DeviceList &) = delete;
+
+	/* The device called name, or nullptr after printing why to stderr. */
+	struct ibv_device *find(const char *name) const
+	{
+		if (!list_) {
+			std::fprintf(stderr, "ERROR ibv_get_device_list: %s\n",
+				     errno_text(err_).c_str());
+			return nullptr;
+		}
+		for (int i = 0; i < num_; i++)
+			if (std::strcmp(ibv_get_device_name(list_[i]), name) == 0)
+				return list_[i];
+		std::fprintf(stderr, "ERROR device %s not found\n", name);
+		return nullptr;
+	}
+
+private:
+	int num_ = 0;
+	struct ibv_device **list_;
+	int err_;
+};
+
+} // namespace sroce_tool
+
+#endif /* SROCE_TOOL_UTIL_H */
