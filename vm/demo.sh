@@ -10,11 +10,5 @@ echo "# ibv_devices"
 ibv_devices
 echo "# ibv_devinfo -d sroce0"
 ibv_devinfo -d sroce0
-echo "# RoCE v2 GIDs of sroce0 port 1"
-cd /sys/class/infiniband/sroce0/ports/1
-for i in $(ls gids | sort -n); do
-	t=$(cat "gid_attrs/types/$i" 2>/dev/null || true)
-	g=$(cat "gids/$i")
-	[ "$g" = "0000:0000:0000:0000:0000:0000:0000:0000" ] && continue
-	echo "  GID[$i] $g ${t}"
-done
+echo "# GIDs of sroce0 port 1 (ib_core fills them from eth0's addresses)"
+ibv_devinfo -v -d sroce0 | grep -E 'GID\['
