@@ -28,13 +28,26 @@
  *  - Lookups by netdev skip dead entries. The notifier takes a registration
  *    reference (ib_device_try_get) under the lock and calls into ib_core
  *    only after dropping it.
+ *  - The receive path (net.c, softirq) finds devices by netdev in
+ *    sroce_ndev_hash under RCU. An entry is hashed together with being
+ *    listed and unhashed when dealloc_driver marks it dead; dealloc_driver
+ *    then waits a grace period before freeing what receive uses (the
+ *    counters). The memory of the sroce_dev itself outlives any reader
+ *    anyway: the list's reference keeps it until reaped, and ib_core frees
+ *    it with kfree_rcu().
+ *  - Every device holds a reference on the shared UDP port 4791 sockets
+ *    (net.c), taken in newlink before the device exists and dropped in
+ *    dealloc_driver, so the sockets go away with the last device.
  *
  * Lock order: RTNL -> sroce_devs_lock, and ib_core's per-device
- * unregistration lock -> sroce_devs_lock. Nothing here takes RTNL or calls
+ * unregistration lock -> sroce_devs_lock; the socket lock of net.c
+ * (sroce_net_lock) is taken with neither of ours held, under ib_core's
+ * link_ops_rwsem (newlink) or unregistration lock (dealloc_driver). Nothing here takes RTNL or calls
  * into ib_core while holding sroce_devs_lock, and nothing waits for an
  * unregistration while holding RTNL.
  */
 
+#include <linux/hashtable.h>
 #include <linux/if_arp.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
@@ -45,6 +58,19 @@
 
 static LIST_HEAD(sroce_devs);
 static DEFINE_MUTEX(sroce_devs_lock);
+static DEFINE_HASHTABLE(sroce_ndev_hash, 6);	/* RCU, sroce_devs_lock */
+
+/* Under rcu_read_lock(); the result is valid until rcu_read_unlock(). */
+struct sroce_dev *sroce_dev_by_ndev_rcu(const struct net_device *ndev)
+{
+	struct sroce_dev *sdev;
+
+	hash_for_each_possible_rcu(sroce_ndev_hash, sdev, hnode,
+				   (unsigned long)ndev)
+		if (sdev->rx_ndev == ndev)
+			return sdev;
+	return NULL;
+}
 
 static struct sroce_dev *sroce_find_live(const struct net_device *ndev)
 {
@@ -96,9 +122,16 @@ void sroce_dealloc_driver(struct ib_device *ibdev)
 
 	mutex_lock(&sroce_devs_lock);
 	sdev->dead = true;
+	hash_del_rcu(&sdev->hnode);
 	ndev = sdev->ndev;
 	sdev->ndev = NULL;
 	mutex_unlock(&sroce_devs_lock);
+
+	/* No receive is still looking at the device's counters. */
+	synchronize_rcu();
+	sroce_net_free_stats(sdev);
+	if (sdev->net_held)
+		sroce_net_put();
 
 	netdev_put(ndev, &sdev->ndev_tracker);
 }
@@ -133,20 +166,33 @@ static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 	if (ndev->type != ARPHRD_ETHER || ndev->addr_len != ETH_ALEN)
 		return -EINVAL;
 
+	/* The UDP port first: it fails if rdma_rxe has it. */
+	err = sroce_net_get(ibdev_name);
+	if (err)
+		return err;
+
 	sdev = ib_alloc_device(sroce_dev, ibdev);
-	if (!sdev)
+	if (!sdev) {
+		sroce_net_put();
 		return -ENOMEM;
+	}
+	sdev->net_held = true;
 
 	/* Our own reference: a concurrent newlink may reap the list's. */
 	get_device(&sdev->ibdev.dev);
 
 	INIT_LIST_HEAD(&sdev->list);
+	INIT_HLIST_NODE(&sdev->hnode);
+	sdev->rx_ndev = ndev;
 	ida_init(&sdev->pd_ida);
 	sroce_mr_init_dev(sdev);
 	atomic_set(&sdev->num_cq, 0);
 	netdev_hold(ndev, &sdev->ndev_tracker, GFP_KERNEL);
 	sdev->ndev = ndev;
 	sroce_setup_ibdev(sdev);
+	err = sroce_net_alloc_stats(sdev);
+	if (err)
+		goto err_dealloc;
 
 	/*
 	 * Under RTNL the netdev is either registered, and then its
@@ -166,6 +212,8 @@ static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 			sdev->port_state = sroce_port_state(ndev);
 			get_device(&sdev->ibdev.dev);
 			list_add_tail(&sdev->list, &sroce_devs);
+			hash_add_rcu(sroce_ndev_hash, &sdev->hnode,
+				     (unsigned long)ndev);
 		}
 		mutex_unlock(&sroce_devs_lock);
 	}
@@ -177,6 +225,7 @@ static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 	if (err) {
 		mutex_lock(&sroce_devs_lock);
 		list_del_init(&sdev->list);
+		hash_del_rcu(&sdev->hnode);
 		mutex_unlock(&sroce_devs_lock);
 		put_device(&sdev->ibdev.dev);
 		goto err_dealloc;
@@ -272,6 +321,8 @@ static struct notifier_block sroce_netdev_nb = {
 static int __init sroce_init(void)
 {
 	int err;
+
+	sroce_net_init_counters();
 
 	err = register_netdevice_notifier(&sroce_netdev_nb);
 	if (err)

@@ -11,10 +11,13 @@
 #include <linux/list.h>
 #include <linux/refcount.h>
 #include <linux/spinlock.h>
+#include <linux/u64_stats_sync.h>
 #include <linux/xarray.h>
 #include <linux/netdevice.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/sroce-abi.h>
+
+#include <sroce/wire.h>
 
 #include "compat.h"
 
@@ -96,6 +99,30 @@
  */
 #define SROCE_MAX_HDR_OVERHEAD		88
 
+/*
+ * Per-port receive counters (rdma statistic / hw_counters), in this order:
+ * the fixed ones, then one drop counter per validator error (err 1 .. NR-1).
+ */
+enum sroce_cnt {
+	SROCE_CNT_RX_PACKETS,	/* every packet the port 4791 socket got */
+	SROCE_CNT_RX_BYTES,	/* their IP datagram bytes */
+	SROCE_CNT_RX_CNP,	/* valid CNPs */
+	SROCE_CNT_RX_NO_QP,	/* valid packets for a QP that does not exist */
+	SROCE_CNT_RX_NOMEM,	/* dropped: no memory to linearize */
+	SROCE_CNT_DROP_BASE,	/* rx_drop_<validator error name> */
+	SROCE_CNT_NR = SROCE_CNT_DROP_BASE + SROCE_WIRE_E_NR - 1
+};
+
+static inline unsigned int sroce_cnt_drop(enum sroce_wire_err err)
+{
+	return SROCE_CNT_DROP_BASE + err - 1;
+}
+
+struct sroce_rx_stats {
+	struct u64_stats_sync	syncp;
+	u64_stats_t		cnt[SROCE_CNT_NR];
+};
+
 struct sroce_dev {
 	struct ib_device	ibdev;		/* first: ib_alloc_device() */
 
@@ -111,6 +138,16 @@ struct sroce_dev {
 	bool			dead;		/* sroce_devs_lock */
 	bool			ndev_gone;	/* RTNL */
 	enum ib_port_state	port_state;	/* RTNL, last state reported */
+
+	/*
+	 * Receive lookup by netdev: hashed while live (sroce_devs_lock for
+	 * changes, RCU for readers). rx_ndev is the key, never dereferenced
+	 * by the receive path and never changed.
+	 */
+	struct hlist_node	hnode;
+	const struct net_device	*rx_ndev;
+	bool			net_held;	/* holds a sroce_net_get() */
+	struct sroce_rx_stats __percpu *stats;
 
 	struct ida		pd_ida;
 
@@ -224,6 +261,19 @@ static inline struct sroce_cq *to_scq(struct ib_cq *ibcq)
 
 /* main.c */
 void sroce_dealloc_driver(struct ib_device *ibdev);
+
+struct sroce_dev *sroce_dev_by_ndev_rcu(const struct net_device *ndev);
+
+/* net.c */
+void sroce_net_init_counters(void);
+int sroce_net_get(const char *name);
+void sroce_net_put(void);
+int sroce_net_alloc_stats(struct sroce_dev *sdev);
+void sroce_net_free_stats(struct sroce_dev *sdev);
+struct rdma_hw_stats *sroce_alloc_hw_port_stats(struct ib_device *ibdev,
+						u32 port_num);
+int sroce_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
+		       u32 port, int index);
 
 /* verbs.c */
 void sroce_setup_ibdev(struct sroce_dev *sdev);

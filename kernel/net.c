@@ -1,0 +1,316 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sroce - the RoCE v2 network layer, receive side: the UDP port 4791 tunnel
+ * sockets, packet validation and the per-port receive counters.
+ *
+ * Sockets
+ * -------
+ * One IPv4 and one IPv6 (v6only) UDP tunnel socket on port 4791 in init_net,
+ * shared by all sroce devices. sroce_net_get() opens them for the first
+ * device, sroce_net_put() closes them after the last one is gone; a counter
+ * under sroce_net_lock tracks the users. If the port is taken (rdma_rxe binds
+ * it when it loads) the first get fails with -EADDRINUSE and nothing is
+ * left open. After closing, a grace period passes before put returns: the
+ * UDP stack looks sockets up under RCU, so a receive may still be running
+ * in sroce_udp_encap_rcv() until then, and module exit must not overtake it.
+ *
+ * Receive
+ * -------
+ * sroce_udp_encap_rcv() runs in softirq (BH disabled) with skb->data at the
+ * UDP header and the IP header in the linear area. It maps skb->dev to the
+ * sroce device with an RCU lookup (main.c), linearizes the skb, runs the
+ * wire validator over the whole IP datagram (ICRC included) and hands good
+ * packets to sroce_rcv_pkt(), the transport's entry point. Every skb is
+ * freed exactly once: kfree_skb() for drops, consume_skb() for packets the
+ * transport has used.
+ *
+ * Linearizing is the simple and obviously correct choice while no packet is
+ * delivered anywhere: virtio-net hands small packets over linear anyway. The
+ * transport is expected to replace it with a check of the headers from a
+ * pskb_may_pull()ed head plus the ICRC computed in its copy pass over the
+ * fragments (sroce_parse_bth() + sroce_icrc_begin()/update()).
+ */
+
+#include <linux/mutex.h>
+#include <linux/percpu.h>
+#include <linux/skbuff.h>
+#include <linux/u64_stats_sync.h>
+#include <net/udp_tunnel.h>
+
+#include "sroce.h"
+
+/* ---------------------------------------------------------------- counters */
+
+static const char *const sroce_cnt_fixed_names[SROCE_CNT_DROP_BASE] = {
+	[SROCE_CNT_RX_PACKETS]	= "rx_packets",
+	[SROCE_CNT_RX_BYTES]	= "rx_bytes",
+	[SROCE_CNT_RX_CNP]	= "rx_cnp",
+	[SROCE_CNT_RX_NO_QP]	= "rx_no_qp",
+	[SROCE_CNT_RX_NOMEM]	= "rx_drop_nomem",
+};
+
+#define SROCE_CNT_NAME_LEN	32
+static char sroce_drop_names[SROCE_WIRE_E_NR][SROCE_CNT_NAME_LEN];
+static struct rdma_stat_desc sroce_stat_descs[SROCE_CNT_NR];
+
+/* Fills in the counter descriptors: "rx_drop_" + the validator's name. */
+void sroce_net_init_counters(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < SROCE_CNT_DROP_BASE; i++)
+		sroce_stat_descs[i].name = sroce_cnt_fixed_names[i];
+	for (i = 1; i < SROCE_WIRE_E_NR; i++) {
+		snprintf(sroce_drop_names[i], SROCE_CNT_NAME_LEN, "rx_drop_%s",
+			 sroce_wire_err_name(i));
+		sroce_stat_descs[sroce_cnt_drop(i)].name = sroce_drop_names[i];
+	}
+}
+
+static void sroce_cnt_add(struct sroce_dev *sdev, unsigned int idx, u64 val)
+{
+	struct sroce_rx_stats *s = this_cpu_ptr(sdev->stats);
+
+	u64_stats_update_begin(&s->syncp);
+	u64_stats_add(&s->cnt[idx], val);
+	u64_stats_update_end(&s->syncp);
+}
+
+int sroce_net_alloc_stats(struct sroce_dev *sdev)
+{
+	int cpu;
+
+	sdev->stats = alloc_percpu(struct sroce_rx_stats);
+	if (!sdev->stats)
+		return -ENOMEM;
+	for_each_possible_cpu(cpu)
+		u64_stats_init(&per_cpu_ptr(sdev->stats, cpu)->syncp);
+	return 0;
+}
+
+/* Only once no receive can see the device any more (see main.c). */
+void sroce_net_free_stats(struct sroce_dev *sdev)
+{
+	free_percpu(sdev->stats);
+	sdev->stats = NULL;
+}
+
+struct rdma_hw_stats *sroce_alloc_hw_port_stats(struct ib_device *ibdev,
+						u32 port_num)
+{
+	return rdma_alloc_hw_stats_struct(sroce_stat_descs, SROCE_CNT_NR,
+					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
+}
+
+int sroce_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
+		       u32 port, int index)
+{
+	struct sroce_dev *sdev = to_sdev(ibdev);
+	unsigned int i, start;
+	int cpu;
+
+	if (!sdev->stats || stats->num_counters != SROCE_CNT_NR)
+		return -EINVAL;
+
+	memset(stats->value, 0, sizeof(u64) * SROCE_CNT_NR);
+	for_each_possible_cpu(cpu) {
+		const struct sroce_rx_stats *s = per_cpu_ptr(sdev->stats, cpu);
+		u64 v[SROCE_CNT_NR];
+
+		do {
+			start = u64_stats_fetch_begin(&s->syncp);
+			for (i = 0; i < SROCE_CNT_NR; i++)
+				v[i] = u64_stats_read(&s->cnt[i]);
+		} while (u64_stats_fetch_retry(&s->syncp, start));
+		for (i = 0; i < SROCE_CNT_NR; i++)
+			stats->value[i] += v[i];
+	}
+	return SROCE_CNT_NR;
+}
+
+/* ----------------------------------------------------------------- receive */
+
+/*
+ * The transport's entry point: a packet that passed the validator, with the
+ * whole IP datagram linear at skb_network_header(skb) and pkt's offsets
+ * relative to it. Owns the skb. No QPs exist yet: CNPs are counted, every
+ * other packet is dropped as addressed to a QP that does not exist.
+ */
+static void sroce_rcv_pkt(struct sroce_dev *sdev, struct sk_buff *skb,
+			  const struct sroce_pkt *pkt)
+{
+	if (pkt->opcode == SROCE_OP_CNP) {
+		sroce_cnt_add(sdev, SROCE_CNT_RX_CNP, 1);
+		consume_skb(skb);
+		return;
+	}
+	sroce_cnt_add(sdev, SROCE_CNT_RX_NO_QP, 1);
+	kfree_skb(skb);
+}
+
+/*
+ * The UDP layer trims a datagram to its UDP length when that is shorter
+ * than the IP payload, so such a packet reaches the validator with an IP
+ * length longer than the data. Report it as the UDP length error it is.
+ */
+static bool sroce_udp_trimmed(const u8 *ip, unsigned int len)
+{
+	unsigned int iph, iplen;
+
+	if (ip[0] >> 4 == 4) {
+		iph = (ip[0] & 0x0f) * 4;
+		iplen = sroce_get_be16(ip + 2);
+	} else if (ip[0] >> 4 == 6) {
+		iph = SROCE_IPV6_HLEN;
+		iplen = SROCE_IPV6_HLEN + sroce_get_be16(ip + 4);
+	} else {
+		return false;
+	}
+	if (len < iph + SROCE_UDP_HLEN || iplen <= len)
+		return false;
+	return sroce_get_be16(ip + iph + 4) == len - iph;
+}
+
+static void sroce_rx(struct sroce_dev *sdev, struct sk_buff *skb)
+{
+	enum sroce_wire_err err;
+	struct sroce_pkt pkt;
+	const u8 *ip;
+	unsigned int len;
+
+	sroce_cnt_add(sdev, SROCE_CNT_RX_PACKETS, 1);
+	sroce_cnt_add(sdev, SROCE_CNT_RX_BYTES,
+		      skb->len - skb_network_offset(skb));
+
+	/* Keeps the (already linear) network header, pulls in the rest. */
+	if (skb_linearize(skb)) {
+		sroce_cnt_add(sdev, SROCE_CNT_RX_NOMEM, 1);
+		kfree_skb(skb);
+		return;
+	}
+
+	ip = skb_network_header(skb);
+	len = skb_tail_pointer(skb) - ip;
+	err = sroce_parse_ip(ip, len, 0, &pkt);
+	if (err == SROCE_WIRE_E_IP_LEN && sroce_udp_trimmed(ip, len))
+		err = SROCE_WIRE_E_UDP_LEN;
+	if (err != SROCE_WIRE_OK) {
+		sroce_cnt_add(sdev, sroce_cnt_drop(err), 1);
+		kfree_skb(skb);
+		return;
+	}
+	sroce_rcv_pkt(sdev, skb, &pkt);
+}
+
+static int sroce_udp_encap_rcv(struct sock *sk, struct sk_buff *skb)
+{
+	struct sroce_dev *sdev;
+
+	rcu_read_lock();
+	sdev = sroce_dev_by_ndev_rcu(skb->dev);
+	if (sdev)
+		sroce_rx(sdev, skb);
+	else
+		kfree_skb(skb);	/* no sroce device on this netdev */
+	rcu_read_unlock();
+
+	return 0;	/* consumed */
+}
+
+/* ----------------------------------------------------------------- sockets */
+
+static DEFINE_MUTEX(sroce_net_lock);
+static unsigned int sroce_net_users;	/* sroce_net_lock */
+static struct socket *sroce_sock4;	/* sroce_net_lock */
+static struct socket *sroce_sock6;	/* sroce_net_lock */
+
+static int sroce_udp_open(int family, struct socket **sockp)
+{
+	struct udp_tunnel_sock_cfg tcfg = {
+		.encap_type = 1,
+		.encap_rcv = sroce_udp_encap_rcv,
+	};
+	struct udp_port_cfg cfg = {
+		.family = family,
+		.local_udp_port = htons(SROCE_UDP_PORT),
+	};
+	struct socket *sock;
+	int err;
+
+	if (family == AF_INET6) {
+		cfg.local_ip6 = in6addr_any;
+		cfg.ipv6_v6only = 1;
+		/*
+		 * RoCE v2 senders commonly leave the UDP checksum zero, also
+		 * over IPv6; the ICRC protects the packet.
+		 */
+		cfg.use_udp6_rx_checksums = 0;
+	} else {
+		cfg.local_ip.s_addr = htonl(INADDR_ANY);
+	}
+
+	err = udp_sock_create(&init_net, &cfg, &sock);
+	if (err)
+		return err;
+	setup_udp_tunnel_sock(&init_net, sock, &tcfg);
+	*sockp = sock;
+	return 0;
+}
+
+static void sroce_udp_close_all(void)
+{
+	if (sroce_sock6)
+		udp_tunnel_sock_release(sroce_sock6);
+	if (sroce_sock4)
+		udp_tunnel_sock_release(sroce_sock4);
+	sroce_sock6 = NULL;
+	sroce_sock4 = NULL;
+	/* Receives that found a socket before it was unhashed are done. */
+	synchronize_rcu();
+}
+
+/*
+ * Take a reference on the port 4791 sockets, opening them for the first
+ * user. name is the device being created, for the log.
+ */
+int sroce_net_get(const char *name)
+{
+	int err = 0;
+
+	mutex_lock(&sroce_net_lock);
+	if (sroce_net_users) {
+		sroce_net_users++;
+		goto out;
+	}
+
+	err = sroce_udp_open(AF_INET, &sroce_sock4);
+	if (!err && IS_ENABLED(CONFIG_IPV6)) {
+		err = sroce_udp_open(AF_INET6, &sroce_sock6);
+		/* IPv6 disabled at boot: IPv4 only. */
+		if (err == -EAFNOSUPPORT)
+			err = 0;
+	}
+	if (err) {
+		if (err == -EADDRINUSE)
+			pr_info("sroce: cannot create %s: UDP port %u is in use (another RoCE v2 device, e.g. rdma_rxe, is loaded)\n",
+				name, SROCE_UDP_PORT);
+		else
+			pr_info("sroce: cannot create %s: UDP port %u socket: error %d\n",
+				name, SROCE_UDP_PORT, err);
+		sroce_udp_close_all();
+		goto out;
+	}
+	sroce_net_users = 1;
+out:
+	mutex_unlock(&sroce_net_lock);
+	return err;
+}
+
+/* Drop a reference taken by sroce_net_get(); the last one closes. */
+void sroce_net_put(void)
+{
+	mutex_lock(&sroce_net_lock);
+	if (!--sroce_net_users)
+		sroce_udp_close_all();
+	mutex_unlock(&sroce_net_lock);
+}
