@@ -140,8 +140,8 @@ TEST(WireIcrc, MaskedFieldsDoNotMatter)
 // Known answers: packets rdma_rxe (Linux 6.1) put on the wire in the rig.
 TEST(WireIcrc, RealRxePackets)
 {
-	ASSERT_FALSE(wirevec::rxe_vectors().empty());
-	for (const auto &vec : wirevec::rxe_vectors()) {
+	ASSERT_FALSE(wirevec::captured_vectors().empty());
+	for (const auto &vec : wirevec::captured_vectors()) {
 		SCOPED_TRACE(vec.name);
 		const auto &p = vec.bytes;
 		ASSERT_GT(p.size(), 4u);

@@ -318,7 +318,7 @@ TEST(WireValidate, RandomGarbageNeverCrashes)
 
 TEST(WireValidate, RealRxePackets)
 {
-	for (const auto &vec : wirevec::rxe_vectors()) {
+	for (const auto &vec : wirevec::captured_vectors()) {
 		SCOPED_TRACE(vec.name);
 		sroce_pkt pkt;
 		ASSERT_EQ(sroce_wire_err_name(parse_exact(vec.bytes.data(), vec.bytes.size(), &pkt)),

@@ -8,7 +8,7 @@
 
 namespace wirevec {
 
-struct RxeVector {
+struct CapturedVector {
 	const char *name;	// capture run # frame number
 	int ip_version;
 	uint8_t opcode;
@@ -19,14 +19,14 @@ struct RxeVector {
 	std::vector<uint8_t> bytes;	// from the IP header to the end of the ICRC
 };
 
-inline const std::vector<RxeVector> &rxe_vectors()
+inline const std::vector<CapturedVector> &captured_vectors()
 {
-#define SROCE_RXE_VECTOR(n, v, op, q, p, pad, ic, ...) \
-	RxeVector{n, v, op, q, p, pad, ic, std::vector<uint8_t>{__VA_ARGS__}},
-	static const std::vector<RxeVector> vecs = {
+#define SROCE_CAPTURED_VECTOR(n, v, op, q, p, pad, ic, ...) \
+	CapturedVector{n, v, op, q, p, pad, ic, std::vector<uint8_t>{__VA_ARGS__}},
+	static const std::vector<CapturedVector> vecs = {
 #include "vectors/rxe_packets.inc"
 	};
-#undef SROCE_RXE_VECTOR
+#undef SROCE_CAPTURED_VECTOR
 	return vecs;
 }
 

@@ -198,7 +198,7 @@ def convert():
                   " * pad count, ICRC as Wireshark shows it (the 4 trailer bytes read as a\n"
                   " * big-endian number), then the packet from the IP header on. */\n")
         for name, num, fam, f, ip in chosen:
-            out.write("SROCE_RXE_VECTOR(\"%s#%d\", %d, 0x%02x, 0x%06x, 0x%06x, %d, 0x%08xu,\n"
+            out.write("SROCE_CAPTURED_VECTOR(\"%s#%d\", %d, 0x%02x, 0x%06x, 0x%06x, %d, 0x%08xu,\n"
                       % (name, num, fam, f["opcode"], f["dqpn"], f["psn"], f["pad"],
                          f["icrc"] or 0))
             hexes = ["0x%02x" % b for b in ip]
