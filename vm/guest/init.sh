@@ -45,7 +45,13 @@ fi
 if [ -n "${INSTALL_TREE:-}" ] && [ -d "$INSTALL_TREE" ]; then
 	# tar keeps /lib -> usr/lib (merged /usr) where cp -a would refuse.
 	tar -C "$INSTALL_TREE" -cf - . | tar -C / -xf - --keep-directory-symlink
-	depmod -a "$(uname -r)"
+	# The rig ran depmod on the host (vm/rig.py host_depmod); only fall back
+	# to the slow in-guest depmod without it.
+	if [ -n "${DEPMOD_DIR:-}" ] && [ -d "$DEPMOD_DIR" ]; then
+		cp "$DEPMOD_DIR"/modules.* "/lib/modules/$(uname -r)/"
+	else
+		depmod -a "$(uname -r)"
+	fi
 fi
 
 python3 /src/vm/guest/agent.py > /out/agent.log 2>&1 &
