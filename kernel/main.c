@@ -119,6 +119,8 @@ void sroce_dealloc_driver(struct ib_device *ibdev)
 
 	ida_destroy(&sdev->pd_ida);
 	sroce_mr_fini_dev(sdev);
+	sroce_qp_fini_dev(sdev);
+	sroce_ah_fini_dev(sdev);
 
 	mutex_lock(&sroce_devs_lock);
 	sdev->dead = true;
@@ -129,6 +131,7 @@ void sroce_dealloc_driver(struct ib_device *ibdev)
 
 	/* No receive is still looking at the device's counters. */
 	synchronize_rcu();
+	sroce_net_fini_dev(sdev);
 	sroce_net_free_stats(sdev);
 	if (sdev->net_held)
 		sroce_net_put();
@@ -186,7 +189,11 @@ static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 	sdev->rx_ndev = ndev;
 	ida_init(&sdev->pd_ida);
 	sroce_mr_init_dev(sdev);
+	sroce_qp_init_dev(sdev);
+	sroce_ah_init_dev(sdev);
+	sroce_net_init_dev(sdev);
 	atomic_set(&sdev->num_cq, 0);
+	atomic_set(&sdev->num_srq, 0);
 	netdev_hold(ndev, &sdev->ndev_tracker, GFP_KERNEL);
 	sdev->ndev = ndev;
 	sroce_setup_ibdev(sdev);

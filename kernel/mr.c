@@ -414,3 +414,40 @@ int sroce_mr_copy(struct sroce_mr *mr, u64 va, void *buf, size_t len,
 
 	return sroce_mr_for_each_page(mr, va, len, sroce_copy_chunk, &st);
 }
+
+struct sroce_page_at {
+	struct page		*page;
+	unsigned int		offset;
+};
+
+static int sroce_page_at_chunk(void *priv, struct page *page,
+			       unsigned int offset, unsigned int len)
+{
+	struct sroce_page_at *pa = priv;
+
+	pa->page = page;
+	pa->offset = offset;
+	return 1;	/* the first chunk is all we need */
+}
+
+/**
+ * sroce_mr_page_at - the page and offset holding a byte of a region
+ * @mr: a region referenced through sroce_mr_get()
+ * @va: the byte, in the region's iova space
+ * @page: set to the page (pinned while the reference is held)
+ * @offset: set to the byte's offset in @page
+ *
+ * Return: 0, or the error of sroce_mr_for_each_page().
+ */
+int sroce_mr_page_at(struct sroce_mr *mr, u64 va, struct page **page,
+		     unsigned int *offset)
+{
+	struct sroce_page_at pa = {};
+	int err = sroce_mr_for_each_page(mr, va, 1, sroce_page_at_chunk, &pa);
+
+	if (err < 0)
+		return err;
+	*page = pa.page;
+	*offset = pa.offset;
+	return 0;
+}

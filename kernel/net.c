@@ -31,10 +31,17 @@
  * fragments (sroce_parse_bth() + sroce_icrc_begin()/update()).
  */
 
+#include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <linux/mutex.h>
 #include <linux/percpu.h>
 #include <linux/skbuff.h>
 #include <linux/u64_stats_sync.h>
+#include <linux/udp.h>
+#include <net/ip.h>
+#include <net/ip6_route.h>
+#include <net/ipv6.h>
+#include <net/route.h>
 #include <net/udp_tunnel.h>
 
 #include "sroce.h"
@@ -47,6 +54,16 @@ static const char *const sroce_cnt_fixed_names[SROCE_CNT_DROP_BASE] = {
 	[SROCE_CNT_RX_CNP]	= "rx_cnp",
 	[SROCE_CNT_RX_NO_QP]	= "rx_no_qp",
 	[SROCE_CNT_RX_NOMEM]	= "rx_drop_nomem",
+	[SROCE_CNT_TX_PACKETS]	= "tx_packets",
+	[SROCE_CNT_TX_BYTES]	= "tx_bytes",
+	[SROCE_CNT_TX_ERR]	= "tx_err",
+	[SROCE_CNT_RETRY]	= "retry",
+	[SROCE_CNT_SEQ_NAK_RCVD] = "seq_nak_rcvd",
+	[SROCE_CNT_RNR_NAK_RCVD] = "rnr_nak_rcvd",
+	[SROCE_CNT_SEQ_NAK_SENT] = "seq_nak_sent",
+	[SROCE_CNT_RNR_NAK_SENT] = "rnr_nak_sent",
+	[SROCE_CNT_DUP_REQ]	= "dup_req",
+	[SROCE_CNT_RX_STALE]	= "rx_stale",
 };
 
 #define SROCE_CNT_NAME_LEN	32
@@ -74,6 +91,25 @@ static void sroce_cnt_add(struct sroce_dev *sdev, unsigned int idx, u64 val)
 	u64_stats_update_begin(&s->syncp);
 	u64_stats_add(&s->cnt[idx], val);
 	u64_stats_update_end(&s->syncp);
+}
+
+static void sroce_cnt_add_bh(struct sroce_dev *sdev, unsigned int idx, u64 v)
+{
+	unsigned long flags;
+
+	local_irq_save(flags);
+	sroce_cnt_add(sdev, idx, v);
+	local_irq_restore(flags);
+}
+
+void sroce_cnt_inc(struct sroce_dev *sdev, unsigned int idx)
+{
+	unsigned long flags;
+
+	/* Also called from process context with BH enabled. */
+	local_irq_save(flags);
+	sroce_cnt_add(sdev, idx, 1);
+	local_irq_restore(flags);
 }
 
 int sroce_net_alloc_stats(struct sroce_dev *sdev)
@@ -133,19 +169,32 @@ int sroce_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 /*
  * The transport's entry point: a packet that passed the validator, with the
  * whole IP datagram linear at skb_network_header(skb) and pkt's offsets
- * relative to it. Owns the skb. No QPs exist yet: CNPs are counted, every
- * other packet is dropped as addressed to a QP that does not exist.
+ * relative to it. Owns the skb. Requests go to the responder of the
+ * destination QP, responses to its completer.
  */
 static void sroce_rcv_pkt(struct sroce_dev *sdev, struct sk_buff *skb,
 			  const struct sroce_pkt *pkt)
 {
+	const u8 *bth = skb_network_header(skb) + pkt->bth_off;
+	struct sroce_qp *qp;
+
 	if (pkt->opcode == SROCE_OP_CNP) {
 		sroce_cnt_add(sdev, SROCE_CNT_RX_CNP, 1);
 		consume_skb(skb);
 		return;
 	}
-	sroce_cnt_add(sdev, SROCE_CNT_RX_NO_QP, 1);
-	kfree_skb(skb);
+
+	qp = sroce_qp_get(sdev, sroce_bth_dqpn(bth));
+	if (!qp) {
+		sroce_cnt_add(sdev, SROCE_CNT_RX_NO_QP, 1);
+		kfree_skb(skb);
+		return;
+	}
+	if (pkt->info->flags & SROCE_OPF_REQUEST)
+		sroce_resp_rcv(qp, skb, pkt);
+	else
+		sroce_comp_rcv(qp, skb, pkt);
+	sroce_qp_put(qp);
 }
 
 /*
@@ -215,6 +264,201 @@ static int sroce_udp_encap_rcv(struct sock *sk, struct sk_buff *skb)
 	rcu_read_unlock();
 
 	return 0;	/* consumed */
+}
+
+/* ---------------------------------------------------------------- transmit */
+
+/*
+ * Packets are built linear: headroom for the link layer, IP and UDP headers,
+ * BTH and extension headers, payload, pad and ICRC. The caller fills in the
+ * transport headers and the payload between sroce_tx_alloc() and
+ * sroce_tx_send(); sroce_tx_send() writes the IP and UDP headers and the
+ * ICRC, then hands the packet to the IP layer (or, for our own addresses,
+ * to the loopback queue).
+ */
+int sroce_tx_alloc(struct sroce_dev *sdev, const struct sroce_av *av,
+		   unsigned int hdr_len, unsigned int payload_len,
+		   struct sroce_txpkt *tp)
+{
+	unsigned int iph = av->ipver == 4 ? SROCE_IPV4_HLEN : SROCE_IPV6_HLEN;
+	unsigned int pad = (4 - (payload_len & 3)) & 3;
+	unsigned int room = LL_RESERVED_SPACE(sdev->ndev);
+	struct sk_buff *skb;
+
+	skb = alloc_skb(room + iph + SROCE_UDP_HLEN + hdr_len + payload_len +
+			pad + SROCE_ICRC_LEN, GFP_ATOMIC);
+	if (!skb)
+		return -ENOMEM;
+	skb_reserve(skb, room);
+	skb_reset_network_header(skb);
+	skb_put(skb, iph + SROCE_UDP_HLEN);
+	skb_set_transport_header(skb, iph);
+	tp->bth = skb_put_zero(skb, hdr_len);
+	tp->payload = skb_put(skb, payload_len);
+	skb_put_zero(skb, pad + SROCE_ICRC_LEN);
+	sroce_bth_set_pad(tp->bth, pad);
+	tp->skb = skb;
+	return 0;
+}
+
+static int sroce_tx_route4(struct sroce_dev *sdev, const struct sroce_av *av,
+			   struct sk_buff *skb)
+{
+	struct flowi4 fl4 = {
+		.flowi4_oif = sdev->ndev->ifindex,
+		.flowi4_tos = RT_TOS(av->tclass),
+		.flowi4_proto = IPPROTO_UDP,
+		.daddr = av->daddr.s6_addr32[3],
+		.saddr = av->saddr.s6_addr32[3],
+	};
+	struct rtable *rt;
+
+	rt = ip_route_output_key(&init_net, &fl4);
+	if (IS_ERR(rt))
+		return PTR_ERR(rt);
+	skb_dst_set(skb, &rt->dst);
+	return 0;
+}
+
+static int sroce_tx_route6(struct sroce_dev *sdev, const struct sroce_av *av,
+			   struct sk_buff *skb)
+{
+	struct flowi6 fl6 = {
+		.flowi6_oif = sdev->ndev->ifindex,
+		.flowi6_proto = IPPROTO_UDP,
+		.daddr = av->daddr,
+		.saddr = av->saddr,
+	};
+	struct dst_entry *dst;
+
+	if (!IS_ENABLED(CONFIG_IPV6))
+		return -EAFNOSUPPORT;
+	dst = ip6_route_output(&init_net, NULL, &fl6);
+	if (dst->error) {
+		int err = dst->error;
+
+		dst_release(dst);
+		return err;
+	}
+	skb_dst_set(skb, dst);
+	return 0;
+}
+
+/**
+ * sroce_tx_send - finish a packet and send it
+ * @sdev: the device
+ * @av: where to
+ * @sport: UDP source port
+ * @tp: from sroce_tx_alloc(), transport headers and payload filled in
+ *
+ * Consumes the skb in every case. Callable in any context but hard IRQ.
+ *
+ * Return: 0 if the packet was handed on (not a promise of delivery), or a
+ * negative error if it could not be routed.
+ */
+int sroce_tx_send(struct sroce_dev *sdev, const struct sroce_av *av, u16 sport,
+		  struct sroce_txpkt *tp)
+{
+	struct sk_buff *skb = tp->skb;
+	u8 *ip = skb_network_header(skb);
+	unsigned int len = skb->len;
+	unsigned int iph = av->ipver == 4 ? SROCE_IPV4_HLEN : SROCE_IPV6_HLEN;
+	struct udphdr *uh = (struct udphdr *)(ip + iph);
+	u32 icrc;
+	int err;
+
+	uh->source = htons(sport);
+	uh->dest = htons(SROCE_UDP_PORT);
+	uh->len = htons(len - iph);
+	uh->check = 0;
+
+	if (av->ipver == 4) {
+		struct iphdr *h = (struct iphdr *)ip;
+
+		h->version = 4;
+		h->ihl = 5;
+		h->tos = av->tclass;
+		h->tot_len = htons(len);
+		h->id = 0;
+		h->frag_off = htons(IP_DF);
+		h->ttl = av->hop_limit;
+		h->protocol = IPPROTO_UDP;
+		h->check = 0;
+		h->saddr = av->saddr.s6_addr32[3];
+		h->daddr = av->daddr.s6_addr32[3];
+		skb->protocol = htons(ETH_P_IP);
+	} else {
+		struct ipv6hdr *h = (struct ipv6hdr *)ip;
+
+		ip6_flow_hdr(h, av->tclass, htonl(av->flow_label));
+		h->payload_len = htons(len - iph);
+		h->nexthdr = IPPROTO_UDP;
+		h->hop_limit = av->hop_limit;
+		h->saddr = av->saddr;
+		h->daddr = av->daddr;
+		skb->protocol = htons(ETH_P_IPV6);
+	}
+
+	icrc = sroce_icrc_compute(ip, av->ipver, len - SROCE_ICRC_LEN);
+	sroce_icrc_put(ip + len - SROCE_ICRC_LEN, icrc);
+
+	if (av->loopback) {
+		if (av->ipver == 4)
+			ip_send_check((struct iphdr *)ip);
+		skb->dev = sdev->ndev;
+		skb_queue_tail(&sdev->lo_queue, skb);
+		tasklet_schedule(&sdev->lo_tasklet);
+		sroce_cnt_inc(sdev, SROCE_CNT_TX_PACKETS);
+		sroce_cnt_add_bh(sdev, SROCE_CNT_TX_BYTES, len);
+		return 0;
+	}
+
+	err = av->ipver == 4 ? sroce_tx_route4(sdev, av, skb) :
+			       sroce_tx_route6(sdev, av, skb);
+	if (err) {
+		sroce_cnt_inc(sdev, SROCE_CNT_TX_ERR);
+		kfree_skb(skb);
+		return err;
+	}
+	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
+	skb->ip_summed = CHECKSUM_NONE;
+	sroce_cnt_inc(sdev, SROCE_CNT_TX_PACKETS);
+	sroce_cnt_add_bh(sdev, SROCE_CNT_TX_BYTES, len);
+	if (av->ipver == 4)
+		ip_local_out(&init_net, NULL, skb);
+	else
+		ip6_local_out(&init_net, NULL, skb);
+	return 0;
+}
+
+/* Our own packets, received in softirq like any other. */
+static void sroce_lo_tasklet(struct tasklet_struct *t)
+{
+	struct sroce_dev *sdev = from_tasklet(sdev, t, lo_tasklet);
+	struct sk_buff *skb;
+	unsigned int budget = 64;
+
+	rcu_read_lock();
+	while (budget-- && (skb = skb_dequeue(&sdev->lo_queue))) {
+		skb->dev = sdev->ndev;
+		sroce_rx(sdev, skb);
+	}
+	rcu_read_unlock();
+	if (!skb_queue_empty(&sdev->lo_queue))
+		tasklet_schedule(&sdev->lo_tasklet);
+}
+
+void sroce_net_init_dev(struct sroce_dev *sdev)
+{
+	skb_queue_head_init(&sdev->lo_queue);
+	tasklet_setup(&sdev->lo_tasklet, sroce_lo_tasklet);
+}
+
+/* After the last QP is gone: nothing queues loopback packets any more. */
+void sroce_net_fini_dev(struct sroce_dev *sdev)
+{
+	tasklet_kill(&sdev->lo_tasklet);
+	skb_queue_purge(&sdev->lo_queue);
 }
 
 /* ----------------------------------------------------------------- sockets */

@@ -8,10 +8,16 @@
 
 #include <linux/completion.h>
 #include <linux/idr.h>
+#include <linux/in6.h>
+#include <linux/interrupt.h>
 #include <linux/list.h>
+#include <linux/mutex.h>
 #include <linux/refcount.h>
+#include <linux/skbuff.h>
 #include <linux/spinlock.h>
+#include <linux/timer.h>
 #include <linux/u64_stats_sync.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 #include <linux/netdevice.h>
 #include <rdma/ib_verbs.h>
@@ -109,6 +115,16 @@ enum sroce_cnt {
 	SROCE_CNT_RX_CNP,	/* valid CNPs */
 	SROCE_CNT_RX_NO_QP,	/* valid packets for a QP that does not exist */
 	SROCE_CNT_RX_NOMEM,	/* dropped: no memory to linearize */
+	SROCE_CNT_TX_PACKETS,	/* packets handed to the IP layer or looped */
+	SROCE_CNT_TX_BYTES,	/* their IP datagram bytes */
+	SROCE_CNT_TX_ERR,	/* not sent: no route, no memory */
+	SROCE_CNT_RETRY,	/* requester: retransmissions after timeout */
+	SROCE_CNT_SEQ_NAK_RCVD,	/* requester: NAK sequence errors received */
+	SROCE_CNT_RNR_NAK_RCVD,	/* requester: RNR NAKs received */
+	SROCE_CNT_SEQ_NAK_SENT,	/* responder: NAK sequence errors sent */
+	SROCE_CNT_RNR_NAK_SENT,	/* responder: RNR NAKs sent */
+	SROCE_CNT_DUP_REQ,	/* responder: duplicate requests */
+	SROCE_CNT_RX_STALE,	/* valid but unexpected (stale, wrong state) */
 	SROCE_CNT_DROP_BASE,	/* rx_drop_<validator error name> */
 	SROCE_CNT_NR = SROCE_CNT_DROP_BASE + SROCE_WIRE_E_NR - 1
 };
@@ -157,6 +173,18 @@ struct sroce_dev {
 	atomic_t		mr_variant;	/* low key byte */
 
 	atomic_t		num_cq;		/* enforces max_cq */
+
+	/* Queue pairs by QPN (RCU readers, see qp.c), SRQs and AHs. */
+	struct xarray		qp_xa;
+	u32			qp_next;	/* cyclic QPN allocation */
+	atomic_t		num_qp;
+	atomic_t		num_srq;
+	struct xarray		ah_xa;		/* user AHs by ah_num */
+	u32			ah_next;
+
+	/* Packets from this device to itself (net.c). */
+	struct sk_buff_head	lo_queue;
+	struct tasklet_struct	lo_tasklet;
 };
 
 struct sroce_ucontext {
@@ -232,12 +260,200 @@ struct sroce_cq {
 	struct ib_wc		*kwc;
 };
 
+/*
+ * Where a QP (RC, UC) or an AH (UD) sends to, resolved from an rdma_ah_attr:
+ * IPv4 addresses are kept as IPv4-mapped IPv6 addresses.
+ */
+struct sroce_av {
+	struct in6_addr		saddr;
+	struct in6_addr		daddr;
+	u8			ipver;		/* 4 or 6 */
+	u8			tclass;		/* IPv4 TOS / IPv6 traffic class */
+	u8			hop_limit;
+	u8			sl;
+	u32			flow_label;
+	bool			loopback;	/* daddr is our own address */
+};
+
+struct sroce_ah {
+	struct ib_ah		ibah;
+	struct sroce_pd		*pd;
+	struct sroce_av		av;
+	u32			ah_num;		/* 0 for kernel AHs */
+	struct rcu_head		rcu;
+};
+
+/*
+ * A work queue ring (SQ, RQ, SRQ), layout in sroce-abi.h. hdr/slots point
+ * into the mapped area (user queues). prod is the last producer count read
+ * and validated, cons the kernel's consumer count (published to hdr).
+ */
+struct sroce_wq {
+	struct sroce_wq_hdr	*hdr;
+	u8			*slots;
+	u32			entries;	/* power of two */
+	u32			wqe_size;	/* slot bytes, power of two */
+	u32			max_sge;
+	u32			max_inline;
+	u32			prod;
+	u32			cons;
+	struct sroce_mmap_entry	*mentry;
+};
+
+struct sroce_srq {
+	struct ib_srq		ibsrq;
+	struct sroce_pd		*pd;
+	spinlock_t		lock;		/* consumer side, limit */
+	struct sroce_wq		wq;
+	u32			limit;		/* 0: not armed */
+	bool			dead;
+};
+
+/* Kernel copy of a send WQE and the requester's progress on it. */
+struct sroce_swqe {
+	struct sroce_send_wqe	wr;		/* validated copy */
+	struct sroce_av		av;		/* UD: from the AH */
+	u32			len;		/* message bytes */
+	u32			first_psn;
+	u32			last_psn;	/* READ: of the last response */
+	u32			npkts;		/* PSNs used */
+	u32			read_done;	/* READ: response bytes placed */
+	u32			resume_psn;	/* READ: PSN of the last request sent */
+	u8			status;		/* ib_wc_status if invalid, else 0 */
+	bool			started;	/* PSNs assigned */
+	bool			sent;		/* all packets sent (UC/UD: complete) */
+	bool			is_rd;		/* READ or atomic */
+	u8			data[];		/* SGEs or inline data */
+};
+
+/* Responder resource: a READ or atomic executed, kept for duplicates. */
+struct sroce_rd_res {
+	u8			kind;		/* SROCE_KIND_READ_REQ / ATOMIC, 0 free */
+	u32			first_psn;
+	u32			last_psn;
+	u64			orig;		/* atomic: value returned */
+};
+
+/* A READ being answered, possibly over several runs. */
+struct sroce_read_job {
+	bool			active;
+	struct sroce_mr		*mr;
+	u64			va;
+	u32			left;		/* bytes still to send */
+	u32			psn;		/* of the next response */
+	u32			first_psn;
+	u32			last_psn;
+};
+
+struct sroce_qp {
+	struct ib_qp		ibqp;
+	struct sroce_dev	*sdev;
+	struct sroce_pd		*pd;
+	struct sroce_cq		*scq;
+	struct sroce_cq		*rcq;
+	struct sroce_srq	*srq;
+	bool			is_user;
+	bool			sq_sig_all;
+	struct mutex		mod_lock;	/* modify_qp / query_qp */
+
+	/* Receive path lookups (qp.c); done completes when ref hits zero. */
+	refcount_t		ref;
+	struct completion	done;
+
+	/*
+	 * state changes under both locks (sq_lock first); readers hold either.
+	 * dead: destroy started, no timer or work may be armed any more.
+	 */
+	enum ib_qp_state	state;
+	bool			dead;
+	bool			sqd_notify;	/* SQ_DRAINED event wanted */
+
+	/* attributes (modify_qp, under both locks) */
+	u32			qkey;
+	u32			dest_qpn;
+	u32			mtu;		/* path MTU in bytes */
+	enum ib_mtu		path_mtu;
+	int			access;		/* qp_access_flags */
+	u8			timeout;
+	u8			retry_cnt;
+	u8			rnr_retry;
+	u8			min_rnr_timer;
+	u8			max_rd_atomic;
+	u8			max_dest_rd_atomic;
+	u16			pkey_index;
+	u32			sq_psn;
+	u32			rq_psn;
+	struct rdma_ah_attr	ah_attr;	/* for query_qp */
+	struct sroce_av		av;
+	u16			sport;		/* UDP source port */
+
+	/* ---- send side: requester and completer, under sq_lock ---- */
+	spinlock_t		sq_lock;
+	struct sroce_wq		sq;
+	u8			*swqes;		/* kernel copies, swqe_size each */
+	u32			swqe_size;
+	u32			fetched;	/* WQEs copied from the ring */
+	u32			req_next;	/* WQE the requester works on */
+	u32			req_psn;	/* next PSN to send */
+	u32			comp_psn;	/* oldest PSN not acknowledged */
+	u32			rd_out;		/* READs/atomics started, not done */
+	u8			retry_left;
+	u8			rnr_left;
+	bool			rnr_wait;
+	bool			req_queued;	/* req_work pending */
+	struct timer_list	retry_timer;
+	struct timer_list	rnr_timer;
+	struct work_struct	req_work;
+
+	/* ---- receive side: responder, under rq_lock ---- */
+	spinlock_t		rq_lock;
+	struct sroce_wq		rq;
+	u32			epsn;		/* next PSN expected */
+	u32			msn;
+	bool			nak_sent;	/* seq NAK or RNR NAK for epsn */
+	bool			uc_drop;	/* UC: skip to the next message */
+	bool			resp_err;	/* fatal responder error seen */
+	/* message being received (SEND / WRITE spanning packets) */
+	bool			rwqe_valid;
+	u32			recv_off;	/* bytes placed */
+	u8			*rwqe;		/* copy of the receive WQE */
+	u32			rwqe_size;
+	struct sroce_mr		*wr_mr;		/* WRITE target */
+	u64			wr_va;
+	u32			wr_left;
+	u32			wr_len;		/* RETH length of the WRITE */
+	bool			in_msg;		/* inside a multi-packet message */
+	u8			msg_kind;	/* its SROCE_KIND_* */
+	struct sroce_rd_res	*res;		/* max_dest_rd_atomic entries */
+	u32			nres;
+	u32			res_next;
+	struct sroce_read_job	rj;
+	struct sk_buff_head	backlog;	/* packets behind a READ */
+	struct work_struct	resp_work;
+	struct work_struct	err_work;
+};
+
 /* A vmalloc_user() area offered to user space through mmap. */
 struct sroce_mmap_entry {
 	struct rdma_user_mmap_entry rdma;
 	void			*vaddr;
 	size_t			size;
 };
+
+static inline struct sroce_qp *to_sqp(struct ib_qp *ibqp)
+{
+	return container_of(ibqp, struct sroce_qp, ibqp);
+}
+
+static inline struct sroce_srq *to_ssrq(struct ib_srq *ibsrq)
+{
+	return container_of(ibsrq, struct sroce_srq, ibsrq);
+}
+
+static inline struct sroce_ah *to_sah(struct ib_ah *ibah)
+{
+	return container_of(ibah, struct sroce_ah, ibah);
+}
 
 static inline struct sroce_dev *to_sdev(struct ib_device *ibdev)
 {
@@ -278,6 +494,7 @@ int sroce_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 /* verbs.c */
 void sroce_setup_ibdev(struct sroce_dev *sdev);
 enum ib_port_state sroce_port_state(const struct net_device *ndev);
+enum ib_mtu sroce_port_mtu(struct sroce_dev *sdev);
 
 /* pd.c */
 int sroce_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
@@ -301,6 +518,8 @@ int sroce_mr_copy(struct sroce_mr *mr, u64 va, void *buf, size_t len,
 		  enum sroce_copy_dir dir);
 int sroce_mr_for_each_page(struct sroce_mr *mr, u64 va, u64 len,
 			   sroce_mr_page_fn fn, void *priv);
+int sroce_mr_page_at(struct sroce_mr *mr, u64 va, struct page **page,
+		     unsigned int *offset);
 
 /* cq.c: verbs */
 int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
@@ -311,6 +530,79 @@ int sroce_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 
 /* cq.c: for the transport */
 int sroce_cq_post(struct sroce_cq *cq, const struct ib_wc *wc, bool solicited);
+
+/* ah.c */
+void sroce_ah_init_dev(struct sroce_dev *sdev);
+void sroce_ah_fini_dev(struct sroce_dev *sdev);
+int sroce_av_from_attr(struct sroce_dev *sdev, struct sroce_av *av,
+		       const struct rdma_ah_attr *attr);
+int sroce_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
+		    struct ib_udata *udata);
+int sroce_destroy_ah(struct ib_ah *ibah, u32 flags);
+bool sroce_ah_lookup(struct sroce_dev *sdev, struct sroce_pd *pd, u32 ah_num,
+		     struct sroce_av *av);
+
+/* srq.c */
+int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		     struct ib_udata *udata);
+int sroce_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		     enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int sroce_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int sroce_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int sroce_srq_take(struct sroce_srq *srq, void *buf, u32 bufsize);
+u32 sroce_srq_wqe_size(u32 max_sge);
+
+/* qp.c */
+void sroce_qp_init_dev(struct sroce_dev *sdev);
+void sroce_qp_fini_dev(struct sroce_dev *sdev);
+int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		    struct ib_udata *udata);
+int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		    struct ib_udata *udata);
+int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		   struct ib_qp_init_attr *init);
+int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+struct sroce_qp *sroce_qp_get(struct sroce_dev *sdev, u32 qpn);
+void sroce_qp_put(struct sroce_qp *qp);
+void sroce_qp_error(struct sroce_qp *qp);
+void sroce_qp_error_locked(struct sroce_qp *qp);
+u32 sroce_wq_ring_prod(struct sroce_wq *wq, bool *broken);
+void sroce_wq_publish_cons(struct sroce_wq *wq);
+void sroce_rq_flush_locked(struct sroce_qp *qp);
+
+/* req.c: requester and completer */
+int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr);
+void sroce_req_run(struct sroce_qp *qp, unsigned int budget);
+void sroce_req_kick(struct sroce_qp *qp);
+void sroce_req_work(struct work_struct *work);
+void sroce_retry_timer(struct timer_list *t);
+void sroce_rnr_timer(struct timer_list *t);
+void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
+		    const struct sroce_pkt *pkt);
+void sroce_sq_flush_locked(struct sroce_qp *qp);
+void sroce_req_reset_locked(struct sroce_qp *qp);
+
+/* resp.c: responder */
+void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
+		    const struct sroce_pkt *pkt);
+void sroce_resp_work(struct work_struct *work);
+void sroce_resp_reset_locked(struct sroce_qp *qp);
+
+/* net.c: transmit */
+struct sroce_txpkt {
+	struct sk_buff		*skb;
+	u8			*bth;		/* start of the BTH in skb */
+	u8			*payload;	/* where payload goes */
+};
+int sroce_tx_alloc(struct sroce_dev *sdev, const struct sroce_av *av,
+		   unsigned int hdr_len, unsigned int payload_len,
+		   struct sroce_txpkt *tp);
+int sroce_tx_send(struct sroce_dev *sdev, const struct sroce_av *av, u16 sport,
+		  struct sroce_txpkt *tp);
+void sroce_net_init_dev(struct sroce_dev *sdev);
+void sroce_net_fini_dev(struct sroce_dev *sdev);
+void sroce_cnt_inc(struct sroce_dev *sdev, unsigned int idx);
 
 /* queue.c: rings shared with user space */
 struct sroce_mmap_entry *sroce_mmap_alloc(struct ib_ucontext *ibuc,

@@ -39,6 +39,11 @@ static enum ib_mtu sroce_active_mtu(unsigned int ndev_mtu)
 	return IB_MTU_256;
 }
 
+enum ib_mtu sroce_port_mtu(struct sroce_dev *sdev)
+{
+	return sroce_active_mtu(READ_ONCE(sdev->ndev->mtu));
+}
+
 static int sroce_query_device(struct ib_device *ibdev,
 			      struct ib_device_attr *attr,
 			      struct ib_udata *udata)
@@ -58,12 +63,12 @@ static int sroce_query_device(struct ib_device *ibdev,
 	attr->max_qp = SROCE_MAX_QP;
 	attr->max_qp_wr = SROCE_MAX_QP_WR;
 	/*
-	 * Capability flags claim only what works today: no QPs exist yet, so
-	 * no RNR NAK generation, fast registration or atomics. No
-	 * IB_DEVICE_LOCAL_DMA_LKEY either: kernel PDs get their local_dma_lkey
-	 * from get_dma_mr.
+	 * Capability flags claim only what works today: RNR NAKs yes, fast
+	 * registration (kernel QPs) not yet. No IB_DEVICE_LOCAL_DMA_LKEY
+	 * either: kernel PDs get their local_dma_lkey from get_dma_mr.
 	 */
-	attr->device_cap_flags = IB_DEVICE_SYS_IMAGE_GUID;
+	attr->device_cap_flags = IB_DEVICE_SYS_IMAGE_GUID |
+				 IB_DEVICE_RC_RNR_NAK_GEN;
 	/*
 	 * ib_core clears the attributes before asking for them at
 	 * registration, so the flag that lets "rdma link del" remove the
@@ -80,7 +85,8 @@ static int sroce_query_device(struct ib_device *ibdev,
 	attr->max_qp_rd_atom = SROCE_MAX_QP_RD_ATOM;
 	attr->max_qp_init_rd_atom = SROCE_MAX_QP_RD_ATOM;
 	attr->max_res_rd_atom = SROCE_MAX_RES_RD_ATOM;
-	attr->atomic_cap = IB_ATOMIC_NONE;
+	/* Responders use CPU atomics on the target page: atomic for all. */
+	attr->atomic_cap = IB_ATOMIC_HCA;
 	attr->masked_atomic_cap = IB_ATOMIC_NONE;
 	attr->max_ah = SROCE_MAX_AH;
 	attr->max_srq = SROCE_MAX_SRQ;
@@ -244,12 +250,19 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.alloc_hw_port_stats = sroce_alloc_hw_port_stats,
 	.alloc_pd = sroce_alloc_pd,
 	.alloc_ucontext = sroce_alloc_ucontext,
+	.create_ah = sroce_create_ah,
 	.create_cq = sroce_create_cq,
+	.create_qp = sroce_create_qp,
+	.create_srq = sroce_create_srq,
+	.create_user_ah = sroce_create_ah,
 	.dealloc_driver = sroce_dealloc_driver,
 	.dealloc_pd = sroce_dealloc_pd,
 	.dealloc_ucontext = sroce_dealloc_ucontext,
 	.dereg_mr = sroce_dereg_mr,
+	.destroy_ah = sroce_destroy_ah,
 	.destroy_cq = sroce_destroy_cq,
+	.destroy_qp = sroce_destroy_qp,
+	.destroy_srq = sroce_destroy_srq,
 	.disassociate_ucontext = sroce_disassociate_ucontext,
 	.get_dev_fw_str = sroce_get_dev_fw_str,
 	.get_dma_mr = sroce_get_dma_mr,
@@ -258,15 +271,23 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.get_port_immutable = sroce_get_port_immutable,
 	.mmap = sroce_mmap,
 	.mmap_free = sroce_mmap_free,
+	.modify_qp = sroce_modify_qp,
+	.modify_srq = sroce_modify_srq,
 	.poll_cq = sroce_poll_cq,
+	.post_send = sroce_post_send,
 	.query_device = sroce_query_device,
 	.query_pkey = sroce_query_pkey,
 	.query_port = sroce_query_port,
+	.query_qp = sroce_query_qp,
+	.query_srq = sroce_query_srq,
 	.reg_user_mr = sroce_reg_user_mr,
 	.req_notify_cq = sroce_req_notify_cq,
 
+	INIT_RDMA_OBJ_SIZE(ib_ah, sroce_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, sroce_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, sroce_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_qp, sroce_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_srq, sroce_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, sroce_ucontext, ibuc),
 };
 
@@ -299,6 +320,9 @@ void sroce_setup_ibdev(struct sroce_dev *sdev)
 	ibdev->num_comp_vectors = 1;
 	ibdev->node_guid = sroce_guid_from_mac(sdev->ndev->dev_addr);
 	strscpy(ibdev->node_desc, SROCE_NODE_DESC, sizeof(ibdev->node_desc));
+
+	/* The send doorbell is the legacy POST_SEND command (see sroce-abi.h). */
+	ibdev->uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_POST_SEND);
 
 	ib_set_device_ops(ibdev, &sroce_dev_ops);
 }

@@ -117,32 +117,62 @@ TEST(ContextOps, OnlyImplementedOpsAreSet)
 {
 	const verbs_context_ops &ops = sroce::context_ops;
 	EXPECT_EQ(ops.alloc_pd, &sroce_alloc_pd);
+	EXPECT_EQ(ops.create_ah, &sroce_create_ah);
 	EXPECT_EQ(ops.create_cq, &sroce_create_cq);
+	EXPECT_EQ(ops.create_cq_ex, &sroce_create_cq_ex);
+	EXPECT_EQ(ops.create_qp, &sroce_create_qp);
+	EXPECT_EQ(ops.create_qp_ex, &sroce_create_qp_ex);
+	EXPECT_EQ(ops.create_srq, &sroce_create_srq);
 	EXPECT_EQ(ops.dealloc_pd, &sroce_dealloc_pd);
 	EXPECT_EQ(ops.dereg_mr, &sroce_dereg_mr);
+	EXPECT_EQ(ops.destroy_ah, &sroce_destroy_ah);
 	EXPECT_EQ(ops.destroy_cq, &sroce_destroy_cq);
-	EXPECT_EQ(ops.poll_cq, &sroce_poll_cq);
-	EXPECT_EQ(ops.reg_mr, &sroce_reg_mr);
-	EXPECT_EQ(ops.req_notify_cq, &sroce_req_notify_cq);
+	EXPECT_EQ(ops.destroy_qp, &sroce_destroy_qp);
+	EXPECT_EQ(ops.destroy_srq, &sroce_destroy_srq);
 	EXPECT_EQ(ops.free_context, &sroce_free_context);
+	EXPECT_EQ(ops.modify_qp, &sroce_modify_qp);
+	EXPECT_EQ(ops.modify_srq, &sroce_modify_srq);
+	EXPECT_EQ(ops.poll_cq, &sroce_poll_cq);
+	EXPECT_EQ(ops.post_recv, &sroce_post_recv);
+	EXPECT_EQ(ops.post_send, &sroce_post_send);
+	EXPECT_EQ(ops.post_srq_recv, &sroce_post_srq_recv);
 	EXPECT_EQ(ops.query_device_ex, &sroce_query_device_ex);
 	EXPECT_EQ(ops.query_port, &sroce_query_port);
+	EXPECT_EQ(ops.query_qp, &sroce_query_qp);
+	EXPECT_EQ(ops.query_srq, &sroce_query_srq);
+	EXPECT_EQ(ops.reg_mr, &sroce_reg_mr);
+	EXPECT_EQ(ops.req_notify_cq, &sroce_req_notify_cq);
 
 	void *slots[sizeof(ops) / sizeof(void *)];
 	static_assert(sizeof(slots) == sizeof(ops));
 	std::memcpy(slots, &ops, sizeof(ops));
 	const size_t set[] = {
 		offsetof(verbs_context_ops, alloc_pd),
+		offsetof(verbs_context_ops, create_ah),
 		offsetof(verbs_context_ops, create_cq),
+		offsetof(verbs_context_ops, create_cq_ex),
+		offsetof(verbs_context_ops, create_qp),
+		offsetof(verbs_context_ops, create_qp_ex),
+		offsetof(verbs_context_ops, create_srq),
 		offsetof(verbs_context_ops, dealloc_pd),
 		offsetof(verbs_context_ops, dereg_mr),
+		offsetof(verbs_context_ops, destroy_ah),
 		offsetof(verbs_context_ops, destroy_cq),
-		offsetof(verbs_context_ops, poll_cq),
-		offsetof(verbs_context_ops, reg_mr),
-		offsetof(verbs_context_ops, req_notify_cq),
+		offsetof(verbs_context_ops, destroy_qp),
+		offsetof(verbs_context_ops, destroy_srq),
 		offsetof(verbs_context_ops, free_context),
+		offsetof(verbs_context_ops, modify_qp),
+		offsetof(verbs_context_ops, modify_srq),
+		offsetof(verbs_context_ops, poll_cq),
+		offsetof(verbs_context_ops, post_recv),
+		offsetof(verbs_context_ops, post_send),
+		offsetof(verbs_context_ops, post_srq_recv),
 		offsetof(verbs_context_ops, query_device_ex),
 		offsetof(verbs_context_ops, query_port),
+		offsetof(verbs_context_ops, query_qp),
+		offsetof(verbs_context_ops, query_srq),
+		offsetof(verbs_context_ops, reg_mr),
+		offsetof(verbs_context_ops, req_notify_cq),
 	};
 	for (size_t i = 0; i < std::size(slots); i++) {
 		bool expected = false;

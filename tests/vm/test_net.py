@@ -43,10 +43,14 @@ DROP_REASONS = ["trunc_ip", "ip_version", "ip_hdr_len", "ip_options", "ip_len", 
                 "ip_proto", "trunc_udp", "udp_len", "udp_port", "trunc_bth", "tver",
                 "opcode_unknown", "opcode_unsupported", "trunc_hdrs", "payload", "pad",
                 "align", "icrc"]
+TRANSPORT_COUNTERS = ["tx_packets", "tx_bytes", "tx_err", "retry", "seq_nak_rcvd",
+                      "rnr_nak_rcvd", "seq_nak_sent", "rnr_nak_sent", "dup_req"]
 ALL_COUNTERS = (["rx_packets", "rx_bytes", "rx_cnp", "rx_no_qp", "rx_drop_nomem"] +
+                TRANSPORT_COUNTERS + ["rx_stale"] +
                 ["rx_drop_" + r for r in DROP_REASONS])
-# every packet the socket gets ends in exactly one of these
-OUTCOMES = [c for c in ALL_COUNTERS if c not in ("rx_packets", "rx_bytes")]
+# every packet the socket gets ends in exactly one of these (no QPs exist here)
+OUTCOMES = [c for c in ALL_COUNTERS
+            if c not in ["rx_packets", "rx_bytes"] + TRANSPORT_COUNTERS]
 
 
 @pytest.fixture

@@ -256,6 +256,86 @@ static_assert(offsetof(struct ibv_wc, dlid_path_bits) ==
 	      offsetof(ib_uverbs_wc, dlid_path_bits));
 static_assert(sizeof(enum ibv_wc_status) == 4 && sizeof(enum ibv_wc_opcode) == 4);
 
+/* ------------------------------------------------------------------------ */
+/* Queue pairs, SRQs, AHs and extended CQs (driver.h v44 lines 108-191).     */
+
+/* Public layouts the provider embeds or reads (verbs.h v44). */
+static_assert(sizeof(struct ibv_qp) == 160, "ibv_qp size (verbs.h v44)");
+static_assert(offsetof(struct ibv_qp, context) == 0 &&
+	      offsetof(struct ibv_qp, handle) == 48 &&
+	      offsetof(struct ibv_qp, qp_num) == 52 &&
+	      offsetof(struct ibv_qp, state) == 56 &&
+	      offsetof(struct ibv_qp, qp_type) == 60);
+static_assert(sizeof(struct ibv_qp_ex) == 352, "ibv_qp_ex size (verbs.h v44)");
+static_assert(offsetof(struct ibv_qp_ex, qp_base) == 0 &&
+	      offsetof(struct ibv_qp_ex, comp_mask) == 160 &&
+	      offsetof(struct ibv_qp_ex, wr_id) == 168 &&
+	      offsetof(struct ibv_qp_ex, wr_flags) == 176 &&
+	      offsetof(struct ibv_qp_ex, wr_atomic_cmp_swp) == 184 &&
+	      offsetof(struct ibv_qp_ex, wr_start) == 320 &&
+	      offsetof(struct ibv_qp_ex, wr_atomic_write) == 344);
+static_assert(sizeof(struct ibv_srq) == 128 &&
+	      offsetof(struct ibv_srq, handle) == 24, "ibv_srq (verbs.h v44)");
+static_assert(sizeof(struct ibv_ah) == 24 && offsetof(struct ibv_ah, handle) == 16,
+	      "ibv_ah (verbs.h v44)");
+static_assert(sizeof(struct ibv_cq_ex) == 288, "ibv_cq_ex size (verbs.h v44)");
+/* ibv_cq_ex starts with the members of ibv_cq, at the same offsets. */
+static_assert(offsetof(struct ibv_cq_ex, context) == offsetof(struct ibv_cq, context) &&
+	      offsetof(struct ibv_cq_ex, channel) == offsetof(struct ibv_cq, channel) &&
+	      offsetof(struct ibv_cq_ex, cq_context) ==
+		      offsetof(struct ibv_cq, cq_context) &&
+	      offsetof(struct ibv_cq_ex, handle) == offsetof(struct ibv_cq, handle) &&
+	      offsetof(struct ibv_cq_ex, cqe) == offsetof(struct ibv_cq, cqe) &&
+	      offsetof(struct ibv_cq_ex, mutex) == offsetof(struct ibv_cq, mutex) &&
+	      offsetof(struct ibv_cq_ex, cond) == offsetof(struct ibv_cq, cond) &&
+	      offsetof(struct ibv_cq_ex, comp_events_completed) ==
+		      offsetof(struct ibv_cq, comp_events_completed) &&
+	      offsetof(struct ibv_cq_ex, async_events_completed) ==
+		      offsetof(struct ibv_cq, async_events_completed));
+static_assert(offsetof(struct ibv_cq_ex, comp_mask) == 128 &&
+	      offsetof(struct ibv_cq_ex, status) == 132 &&
+	      offsetof(struct ibv_cq_ex, wr_id) == 136 &&
+	      offsetof(struct ibv_cq_ex, start_poll) == 144 &&
+	      offsetof(struct ibv_cq_ex, read_completion_wallclock_ns) == 280);
+static_assert(sizeof(struct ibv_sge) == 16 && sizeof(struct ibv_send_wr) == 128 &&
+	      sizeof(struct ibv_recv_wr) == 32);
+
+/* verbs_qp.comp_mask bits */
+enum : uint32_t {
+	SROCE_VERBS_QP_XRCD = 1u << 0,
+	SROCE_VERBS_QP_EX = 1u << 1,	/* ibv_qp_to_qp_ex() answers qp_ex */
+};
+
+struct verbs_xrcd;			/* never used by sroce */
+
+/*
+ * The provider allocates it. libibverbs' set_qp() (cmd_qp.c v44) zeroes
+ * comp_mask during create; ibv_qp_to_qp_ex() returns &qp_ex only when the
+ * provider has set SROCE_VERBS_QP_EX afterwards.
+ */
+struct verbs_qp {
+	union {
+		struct ibv_qp qp;
+		struct ibv_qp_ex qp_ex;
+	};
+	uint32_t comp_mask;
+	verbs_xrcd *xrcd;
+};
+static_assert(offsetof(verbs_qp, qp) == 0 && offsetof(verbs_qp, qp_ex) == 0);
+static_assert(offsetof(verbs_qp, comp_mask) == 352);
+static_assert(offsetof(verbs_qp, xrcd) == 360);
+static_assert(sizeof(verbs_qp) == 368);
+
+/* What ibv_cmd_create_cq_ex fills (its cq->cq members). */
+struct verbs_cq {
+	union {
+		struct ibv_cq cq;
+		struct ibv_cq_ex cq_ex;
+	};
+};
+static_assert(sizeof(verbs_cq) == 288 && offsetof(verbs_cq, cq) == 0 &&
+	      offsetof(verbs_cq, cq_ex) == 0);
+
 struct verbs_context_ops {
 	sroce_op_slot advise_mr;
 	sroce_op_slot alloc_dm;
@@ -270,32 +350,36 @@ struct verbs_context_ops {
 	sroce_op_slot bind_mw;
 	sroce_op_slot close_xrcd;
 	sroce_op_slot cq_event;
-	sroce_op_slot create_ah;
+	struct ibv_ah *(*create_ah)(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 	sroce_op_slot create_counters;
 	struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe,
 				    struct ibv_comp_channel *channel,
 				    int comp_vector);
-	sroce_op_slot create_cq_ex;
+	struct ibv_cq_ex *(*create_cq_ex)(struct ibv_context *context,
+					  struct ibv_cq_init_attr_ex *init_attr);
 	sroce_op_slot create_flow;
 	sroce_op_slot create_flow_action_esp;
-	sroce_op_slot create_qp;
-	sroce_op_slot create_qp_ex;
+	struct ibv_qp *(*create_qp)(struct ibv_pd *pd,
+				    struct ibv_qp_init_attr *attr);
+	struct ibv_qp *(*create_qp_ex)(struct ibv_context *context,
+				       struct ibv_qp_init_attr_ex *attr);
 	sroce_op_slot create_rwq_ind_table;
-	sroce_op_slot create_srq;
+	struct ibv_srq *(*create_srq)(struct ibv_pd *pd,
+				      struct ibv_srq_init_attr *attr);
 	sroce_op_slot create_srq_ex;
 	sroce_op_slot create_wq;
 	sroce_op_slot dealloc_mw;
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	sroce_op_slot dealloc_td;
 	int (*dereg_mr)(struct verbs_mr *vmr);
-	sroce_op_slot destroy_ah;
+	int (*destroy_ah)(struct ibv_ah *ah);
 	sroce_op_slot destroy_counters;
 	int (*destroy_cq)(struct ibv_cq *cq);
 	sroce_op_slot destroy_flow;
 	sroce_op_slot destroy_flow_action;
-	sroce_op_slot destroy_qp;
+	int (*destroy_qp)(struct ibv_qp *qp);
 	sroce_op_slot destroy_rwq_ind_table;
-	sroce_op_slot destroy_srq;
+	int (*destroy_srq)(struct ibv_srq *srq);
 	sroce_op_slot destroy_wq;
 	sroce_op_slot detach_mcast;
 	void (*free_context)(struct ibv_context *context);
@@ -306,27 +390,33 @@ struct verbs_context_ops {
 	sroce_op_slot import_pd;
 	sroce_op_slot modify_cq;
 	sroce_op_slot modify_flow_action_esp;
-	sroce_op_slot modify_qp;
+	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+			 int attr_mask);
 	sroce_op_slot modify_qp_rate_limit;
-	sroce_op_slot modify_srq;
+	int (*modify_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr,
+			  int attr_mask);
 	sroce_op_slot modify_wq;
 	sroce_op_slot open_qp;
 	sroce_op_slot open_xrcd;
 	int (*poll_cq)(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
-	sroce_op_slot post_recv;
-	sroce_op_slot post_send;
+	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+			 struct ibv_recv_wr **bad_wr);
+	int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr,
+			 struct ibv_send_wr **bad_wr);
 	sroce_op_slot post_srq_ops;
-	sroce_op_slot post_srq_recv;
+	int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			     struct ibv_recv_wr **bad_wr);
 	int (*query_device_ex)(struct ibv_context *context,
 			       const struct ibv_query_device_ex_input *input,
 			       struct ibv_device_attr_ex *attr, size_t attr_size);
 	sroce_op_slot query_ece;
 	int (*query_port)(struct ibv_context *context, uint8_t port_num,
 			  struct ibv_port_attr *port_attr);
-	sroce_op_slot query_qp;
+	int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+			int attr_mask, struct ibv_qp_init_attr *init_attr);
 	sroce_op_slot query_qp_data_in_order;
 	sroce_op_slot query_rt_values;
-	sroce_op_slot query_srq;
+	int (*query_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr);
 	sroce_op_slot read_counters;
 	sroce_op_slot reg_dm_mr;
 	sroce_op_slot reg_dmabuf_mr;
@@ -532,6 +622,185 @@ struct resp_create_cq_core {
 static_assert(sizeof(resp_create_cq_core) == sizeof(ib_uverbs_create_cq_resp));
 static_assert(sizeof(ib_uverbs_create_cq_resp) == 8);
 
+/*
+ * Extended commands start with a second header (libibverbs' struct ex_hdr,
+ * kern-abi.h v44 lines 50-53).
+ */
+struct cmd_ex_hdr {
+	ib_uverbs_cmd_hdr hdr;
+	ib_uverbs_ex_cmd_hdr ex_hdr;
+};
+static_assert(sizeof(ib_uverbs_ex_cmd_hdr) == 16);
+static_assert(sizeof(cmd_ex_hdr) == 24);
+
+/* IB_USER_VERBS_EX_CMD_CREATE_CQ: libibverbs' struct ibv_create_cq_ex */
+struct cmd_create_cq_ex {
+	cmd_ex_hdr hdr;
+	uint64_t user_handle;
+	uint32_t cqe;
+	uint32_t comp_vector;
+	int32_t comp_channel;
+	uint32_t comp_mask;
+	uint32_t flags;
+	uint32_t reserved;
+};
+static_assert(sizeof(ib_uverbs_ex_create_cq) == 32);
+static_assert(offsetof(cmd_create_cq_ex, flags) ==
+	      sizeof(cmd_ex_hdr) + offsetof(ib_uverbs_ex_create_cq, flags));
+static_assert(sizeof(cmd_create_cq_ex) ==
+	      sizeof(cmd_ex_hdr) + sizeof(ib_uverbs_ex_create_cq));
+
+struct resp_create_cq_ex_core {
+	resp_create_cq_core base;
+	uint32_t comp_mask;
+	uint32_t response_length;
+};
+static_assert(sizeof(resp_create_cq_ex_core) == sizeof(ib_uverbs_ex_create_cq_resp));
+static_assert(sizeof(ib_uverbs_ex_create_cq_resp) == 16);
+static_assert(offsetof(resp_create_cq_ex_core, comp_mask) ==
+	      offsetof(ib_uverbs_ex_create_cq_resp, comp_mask));
+
+/*
+ * IB_USER_VERBS_CMD_CREATE_QP: libibverbs' struct ibv_create_qp. libibverbs
+ * fills the core part entirely and the provider never reads it, so it is
+ * declared as opaque bytes of the uapi struct's size and alignment.
+ */
+struct cmd_create_qp {
+	ib_uverbs_cmd_hdr hdr;
+	alignas(8) unsigned char core[56];
+};
+static_assert(sizeof(ib_uverbs_create_qp) == 56 && alignof(ib_uverbs_create_qp) == 8);
+static_assert(sizeof(cmd_create_qp) ==
+	      sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_create_qp));
+
+struct resp_create_qp_core {
+	uint32_t qp_handle;
+	uint32_t qpn;
+	uint32_t max_send_wr;
+	uint32_t max_recv_wr;
+	uint32_t max_send_sge;
+	uint32_t max_recv_sge;
+	uint32_t max_inline_data;
+	uint32_t reserved;
+};
+static_assert(sizeof(resp_create_qp_core) == sizeof(ib_uverbs_create_qp_resp));
+static_assert(sizeof(ib_uverbs_create_qp_resp) == 32);
+static_assert(offsetof(resp_create_qp_core, max_inline_data) ==
+	      offsetof(ib_uverbs_create_qp_resp, max_inline_data));
+
+/* IB_USER_VERBS_CMD_QUERY_QP: libibverbs' struct ibv_query_qp */
+struct cmd_query_qp {
+	ib_uverbs_cmd_hdr hdr;
+	uint64_t response;
+	uint32_t qp_handle;
+	uint32_t attr_mask;
+};
+static_assert(sizeof(ib_uverbs_query_qp) == 16);
+static_assert(offsetof(cmd_query_qp, attr_mask) ==
+	      sizeof(ib_uverbs_cmd_hdr) + offsetof(ib_uverbs_query_qp, attr_mask));
+static_assert(sizeof(cmd_query_qp) ==
+	      sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_query_qp));
+
+/* IB_USER_VERBS_CMD_MODIFY_QP: libibverbs' struct ibv_modify_qp (opaque) */
+struct cmd_modify_qp {
+	ib_uverbs_cmd_hdr hdr;
+	alignas(8) unsigned char core[112];
+};
+static_assert(sizeof(ib_uverbs_modify_qp) == 112 && alignof(ib_uverbs_modify_qp) == 8);
+static_assert(sizeof(cmd_modify_qp) ==
+	      sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_modify_qp));
+
+/* IB_USER_VERBS_CMD_CREATE_SRQ: libibverbs' struct ibv_create_srq */
+struct cmd_create_srq {
+	ib_uverbs_cmd_hdr hdr;
+	uint64_t response;
+	uint64_t user_handle;
+	uint32_t pd_handle;
+	uint32_t max_wr;
+	uint32_t max_sge;
+	uint32_t srq_limit;
+};
+static_assert(sizeof(ib_uverbs_create_srq) == 32);
+static_assert(offsetof(cmd_create_srq, srq_limit) ==
+	      sizeof(ib_uverbs_cmd_hdr) + offsetof(ib_uverbs_create_srq, srq_limit));
+static_assert(sizeof(cmd_create_srq) ==
+	      sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_create_srq));
+
+struct resp_create_srq_core {
+	uint32_t srq_handle;
+	uint32_t max_wr;
+	uint32_t max_sge;
+	uint32_t srqn;
+};
+static_assert(sizeof(resp_create_srq_core) == sizeof(ib_uverbs_create_srq_resp));
+static_assert(sizeof(ib_uverbs_create_srq_resp) == 16);
+static_assert(offsetof(resp_create_srq_core, srqn) ==
+	      offsetof(ib_uverbs_create_srq_resp, srqn));
+
+/* IB_USER_VERBS_CMD_MODIFY_SRQ: libibverbs' struct ibv_modify_srq */
+struct cmd_modify_srq {
+	ib_uverbs_cmd_hdr hdr;
+	uint32_t srq_handle;
+	uint32_t attr_mask;
+	uint32_t max_wr;
+	uint32_t srq_limit;
+};
+static_assert(sizeof(ib_uverbs_modify_srq) == 16 && alignof(ib_uverbs_modify_srq) == 8);
+static_assert(offsetof(cmd_modify_srq, srq_limit) ==
+	      sizeof(ib_uverbs_cmd_hdr) + offsetof(ib_uverbs_modify_srq, srq_limit));
+static_assert(sizeof(cmd_modify_srq) ==
+	      sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_modify_srq));
+
+/* IB_USER_VERBS_CMD_QUERY_SRQ: libibverbs' struct ibv_query_srq */
+struct cmd_query_srq {
+	ib_uverbs_cmd_hdr hdr;
+	uint64_t response;
+	uint32_t srq_handle;
+	uint32_t reserved;
+};
+static_assert(sizeof(ib_uverbs_query_srq) == 16);
+static_assert(offsetof(cmd_query_srq, srq_handle) ==
+	      sizeof(ib_uverbs_cmd_hdr) + offsetof(ib_uverbs_query_srq, srq_handle));
+static_assert(sizeof(cmd_query_srq) ==
+	      sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_query_srq));
+
+/* IB_USER_VERBS_CMD_CREATE_AH: libibverbs builds the command itself. */
+struct resp_create_ah_core {
+	uint32_t ah_handle;
+};
+static_assert(sizeof(resp_create_ah_core) == sizeof(ib_uverbs_create_ah_resp));
+static_assert(sizeof(ib_uverbs_create_ah_resp) == 4);
+
+/*
+ * IB_USER_VERBS_CMD_POST_SEND, written to the command fd by the provider
+ * itself (not through libibverbs) as the send doorbell: no work requests,
+ * just the QP handle. The kernel (uverbs_cmd.c, 6.1) rejects a wqe_size
+ * below sizeof(struct ib_uverbs_send_wr) even when wr_count is 0.
+ */
+struct cmd_post_send {
+	ib_uverbs_cmd_hdr hdr;
+	uint64_t response;
+	uint32_t qp_handle;
+	uint32_t wr_count;
+	uint32_t sge_count;
+	uint32_t wqe_size;
+};
+static_assert(sizeof(ib_uverbs_post_send) == 24);
+static_assert(offsetof(cmd_post_send, response) ==
+	      sizeof(ib_uverbs_cmd_hdr) + offsetof(ib_uverbs_post_send, response));
+static_assert(offsetof(cmd_post_send, qp_handle) ==
+	      sizeof(ib_uverbs_cmd_hdr) + offsetof(ib_uverbs_post_send, qp_handle));
+static_assert(offsetof(cmd_post_send, wr_count) ==
+	      sizeof(ib_uverbs_cmd_hdr) + offsetof(ib_uverbs_post_send, wr_count));
+static_assert(offsetof(cmd_post_send, sge_count) ==
+	      sizeof(ib_uverbs_cmd_hdr) + offsetof(ib_uverbs_post_send, sge_count));
+static_assert(offsetof(cmd_post_send, wqe_size) ==
+	      sizeof(ib_uverbs_cmd_hdr) + offsetof(ib_uverbs_post_send, wqe_size));
+static_assert(sizeof(cmd_post_send) ==
+	      sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_post_send));
+static_assert(sizeof(ib_uverbs_post_send_resp) == 4);
+static_assert(sizeof(ib_uverbs_send_wr) == 56);
+
 } // namespace sroce::abi
 
 /* ------------------------------------------------------------------------ */
@@ -587,6 +856,55 @@ int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 		      size_t cmd_size, sroce::abi::resp_create_cq_core *resp,
 		      size_t resp_size);
 int ibv_cmd_destroy_cq(struct ibv_cq *cq);
+/*
+ * Sets the ibv_cq_ex members shared with ibv_cq (context, handle, cqe);
+ * libibverbs' create_cq_ex wrapper does the rest (verbs_init_cq).
+ * cmd_flags: 0 (no CREATE_CQ_CMD_FLAGS_TS_IGNORED_EX).
+ */
+int ibv_cmd_create_cq_ex(struct ibv_context *context,
+			 const struct ibv_cq_init_attr_ex *cq_attr,
+			 verbs_cq *cq, sroce::abi::cmd_create_cq_ex *cmd,
+			 size_t cmd_size,
+			 sroce::abi::resp_create_cq_ex_core *resp,
+			 size_t resp_size, uint32_t cmd_flags);
+
+/*
+ * Accepts comp_mask PD, XRCD and SEND_OPS_FLAGS (EINVAL otherwise). Fills
+ * the ibv_qp members (context, handle, qp_num, pd, cqs, srq, qp_type,
+ * state RESET, mutex/cond), zeroes qp->comp_mask, and writes the kernel's
+ * capabilities back into attr->cap.
+ */
+int ibv_cmd_create_qp_ex(struct ibv_context *context, verbs_qp *qp,
+			 struct ibv_qp_init_attr_ex *attr,
+			 sroce::abi::cmd_create_qp *cmd, size_t cmd_size,
+			 sroce::abi::resp_create_qp_core *resp, size_t resp_size);
+int ibv_cmd_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+		     int attr_mask, struct ibv_qp_init_attr *init_attr,
+		     sroce::abi::cmd_query_qp *cmd, size_t cmd_size);
+/* Attribute bits from IBV_QP_RATE_LIMIT up: EOPNOTSUPP. */
+int ibv_cmd_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+		      int attr_mask, sroce::abi::cmd_modify_qp *cmd,
+		      size_t cmd_size);
+/* Waits for the QP's outstanding async events to be acknowledged. */
+int ibv_cmd_destroy_qp(struct ibv_qp *qp);
+
+/* Sets srq->context, handle, mutex/cond; writes max_wr/max_sge back. */
+int ibv_cmd_create_srq(struct ibv_pd *pd, struct ibv_srq *srq,
+		       struct ibv_srq_init_attr *attr,
+		       sroce::abi::cmd_create_srq *cmd, size_t cmd_size,
+		       sroce::abi::resp_create_srq_core *resp, size_t resp_size);
+int ibv_cmd_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
+		       int attr_mask, sroce::abi::cmd_modify_srq *cmd,
+		       size_t cmd_size);
+int ibv_cmd_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
+		      sroce::abi::cmd_query_srq *cmd, size_t cmd_size);
+int ibv_cmd_destroy_srq(struct ibv_srq *srq);
+
+/* Sets ah->handle and ah->context. */
+int ibv_cmd_create_ah(struct ibv_pd *pd, struct ibv_ah *ah,
+		      struct ibv_ah_attr *attr,
+		      sroce::abi::resp_create_ah_core *resp, size_t resp_size);
+int ibv_cmd_destroy_ah(struct ibv_ah *ah);
 
 } // extern "C"
 

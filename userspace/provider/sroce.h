@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * libsroce-rdmav34.so internals: the provider's objects and the callbacks
- * libibverbs invokes. One .cpp per object family (device, context, pd, mr, cq;
- * later qp, srq, ah), each adding its callbacks here and to the ops table in
+ * libibverbs invokes. One .cpp per object family (device, context, pd, mr,
+ * cq, qp, srq, ah), each adding its callbacks here and to the ops table in
  * context.cpp.
  */
 #ifndef SROCE_PROVIDER_SROCE_H
@@ -15,6 +15,7 @@
 #include <rdma/sroce-abi.h>
 
 #include "ibverbs_private.h"
+#include "wq.h"
 
 namespace sroce {
 
@@ -41,9 +42,15 @@ struct mr {
 /*
  * A CQ: the ring the kernel produces into (layout in sroce-abi.h), mapped
  * from the context's command fd. lock serialises pollers of the same CQ.
+ * A CQ from create_cq_ex is the same ring seen through ibv_cq_ex; its
+ * start_poll/next_poll/end_poll hold lock from start to end.
  */
 struct cq {
-	struct ibv_cq ibv;
+	union {
+		struct ibv_cq ibv;
+		struct ibv_cq_ex ibv_ex;	/* create_cq_ex only */
+		verbs_cq vcq;
+	};
 	void *map;			/* whole mapping, map_size bytes */
 	size_t map_size;
 	sroce_cq_ring_hdr *hdr;
@@ -51,6 +58,51 @@ struct cq {
 	uint32_t entries;		/* power of two */
 	uint32_t cons;			/* our copy of hdr->consumer */
 	pthread_spinlock_t lock;
+	/* Extended polling: the entry start/next_poll returned, copied. */
+	uint32_t avail;			/* entries known to be ready at cons */
+	bool cur_valid;			/* cur is the entry at cons */
+	struct ib_uverbs_wc cur;
+};
+
+/*
+ * A QP. The send queue (SQ) and the receive queue (RQ, absent with an SRQ)
+ * are rings mapped from the command fd; each has its own lock for its
+ * producer side. Between ibv_wr_start() and ibv_wr_complete()/abort() the SQ
+ * lock is held and the batch fields describe the WQEs written so far.
+ */
+struct qp {
+	verbs_qp vqp;			/* libibverbs sees &vqp.qp / &vqp.qp_ex */
+	pthread_spinlock_t sq_lock;
+	wq::ring sq;
+	wq::send_caps sq_caps;
+	uint64_t send_ops;		/* IBV_QP_EX_WITH_* for the ibv_wr_* API */
+	uint32_t batch_start;		/* sq.prod at ibv_wr_start() */
+	int batch_err;			/* first error in the batch, or 0 */
+	sroce_send_wqe *batch_cur;	/* WQE the ibv_wr_set_* calls fill */
+	pthread_spinlock_t rq_lock;
+	wq::ring rq;
+	uint32_t max_recv_sge;
+	void *sq_map;
+	size_t sq_map_size;
+	void *rq_map;
+	size_t rq_map_size;
+};
+
+/* A shared receive queue: one receive ring, mapped like a QP's RQ. */
+struct srq {
+	struct ibv_srq ibv;
+	pthread_spinlock_t lock;
+	wq::ring rq;
+	uint32_t max_sge;
+	uint32_t srqn;
+	void *map;
+	size_t map_size;
+};
+
+/* An address handle: the kernel's AH number goes into UD send WQEs. */
+struct ah {
+	struct ibv_ah ibv;
+	uint32_t ah_num;
 };
 
 /* Pointer from an embedded libibverbs object back to the sroce object. */
@@ -86,6 +138,54 @@ inline cq *get_cq(struct ibv_cq *ibcq)
 {
 	return outer_of<cq>(ibcq, offsetof(cq, ibv));
 }
+
+inline cq *get_cq(struct ibv_cq_ex *ibcq)
+{
+	return outer_of<cq>(ibcq, offsetof(cq, ibv_ex));
+}
+
+inline qp *get_qp(struct ibv_qp *ibqp)
+{
+	return outer_of<qp>(ibqp, offsetof(qp, vqp) + offsetof(verbs_qp, qp));
+}
+
+inline qp *get_qp(struct ibv_qp_ex *ibqp)
+{
+	return outer_of<qp>(ibqp, offsetof(qp, vqp) + offsetof(verbs_qp, qp_ex));
+}
+
+inline srq *get_srq(struct ibv_srq *ibsrq)
+{
+	return outer_of<srq>(ibsrq, offsetof(srq, ibv));
+}
+
+inline ah *get_ah(struct ibv_ah *ibah)
+{
+	return outer_of<ah>(ibah, offsetof(ah, ibv));
+}
+
+/*
+ * Checks a create_qp answer against the capabilities the kernel reported,
+ * and attaches the mapped rings (sq_map/rq_map may be NULL for a ring with
+ * no entries). Sets up the ibv_wr_* API when with_ops (send_ops are the
+ * IBV_QP_EX_WITH_* flags). Returns 0 or EPROTO. Used by create_qp and by
+ * the unit tests, which hand it plain memory.
+ */
+int attach_qp_queues(qp *qp, uint32_t qp_type, bool sig_all,
+		     const struct ibv_qp_cap &cap,
+		     const sroce_create_qp_resp &drv, void *sq_map,
+		     void *rq_map);
+void init_qp_ex(qp *qp, uint64_t send_ops);
+
+/* The IBV_QP_EX_WITH_* operations sroce carries on a QP type. */
+uint64_t supported_send_ops(uint32_t qp_type);
+
+/* Same for an SRQ (max_sge as the kernel reported it). */
+int attach_srq_ring(srq *srq, uint32_t max_wr, uint32_t max_sge,
+		    const sroce_create_srq_resp &drv, void *map);
+
+/* Fills the ibv_cq_ex callbacks for the wc_flags asked for. */
+void init_cq_ex(cq *cq, uint64_t wc_flags);
 
 extern const verbs_device_ops device_ops;
 extern const verbs_context_ops context_ops;
@@ -129,6 +229,34 @@ struct ibv_cq *sroce_create_cq(struct ibv_context *ibctx, int cqe,
 int sroce_destroy_cq(struct ibv_cq *ibcq);
 int sroce_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc);
 int sroce_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
+struct ibv_cq_ex *sroce_create_cq_ex(struct ibv_context *ibctx,
+				     struct ibv_cq_init_attr_ex *attr);
+
+struct ibv_qp *sroce_create_qp(struct ibv_pd *ibpd,
+			       struct ibv_qp_init_attr *attr);
+struct ibv_qp *sroce_create_qp_ex(struct ibv_context *ibctx,
+				  struct ibv_qp_init_attr_ex *attr);
+int sroce_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+		   int attr_mask, struct ibv_qp_init_attr *init_attr);
+int sroce_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+		    int attr_mask);
+int sroce_destroy_qp(struct ibv_qp *ibqp);
+int sroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		    struct ibv_send_wr **bad_wr);
+int sroce_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		    struct ibv_recv_wr **bad_wr);
+
+struct ibv_srq *sroce_create_srq(struct ibv_pd *ibpd,
+				 struct ibv_srq_init_attr *attr);
+int sroce_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
+		     int attr_mask);
+int sroce_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr);
+int sroce_destroy_srq(struct ibv_srq *ibsrq);
+int sroce_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+			struct ibv_recv_wr **bad_wr);
+
+struct ibv_ah *sroce_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr);
+int sroce_destroy_ah(struct ibv_ah *ibah);
 }
 
 #endif /* SROCE_PROVIDER_SROCE_H */

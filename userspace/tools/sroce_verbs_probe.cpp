@@ -85,6 +85,69 @@ Outcome creating(Create create, Destroy destroy)
 	return Outcome{0};
 }
 
+/*
+ * An RC QP (through ibv_create_qp, or ibv_create_qp_ex with the ibv_wr_* API)
+ * on a fresh CQ, taken to INIT and queried there, then destroyed.
+ */
+Outcome rc_qp(struct ibv_context *ctx, struct ibv_pd *pd, uint8_t port, bool ex)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, nullptr, nullptr, 0);
+	if (!cq)
+		return Outcome{errno ? errno : EINVAL};
+
+	struct ibv_qp_init_attr_ex a = {};
+	a.send_cq = a.recv_cq = cq;
+	a.qp_type = IBV_QPT_RC;
+	a.cap.max_send_wr = 16;
+	a.cap.max_recv_wr = 16;
+	a.cap.max_send_sge = 1;
+	a.cap.max_recv_sge = 1;
+	a.comp_mask = IBV_QP_INIT_ATTR_PD;
+	a.pd = pd;
+	if (ex) {
+		a.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+		a.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE;
+	}
+	errno = 0;
+	struct ibv_qp *qp = ibv_create_qp_ex(ctx, &a);
+	int err = qp ? 0 : (errno ? errno : EINVAL);
+	if (qp && ex && !ibv_qp_to_qp_ex(qp)) {
+		std::printf("  no ibv_qp_ex\n");
+		err = EINVAL;
+	}
+	if (qp && !err) {
+		std::printf("  qpn=0x%x max_send_wr=%u max_recv_wr=%u max_inline_data=%u\n",
+			    qp->qp_num, a.cap.max_send_wr, a.cap.max_recv_wr,
+			    a.cap.max_inline_data);
+		struct ibv_qp_attr m = {};
+		m.qp_state = IBV_QPS_INIT;
+		m.port_num = port;
+		m.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+		err = ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+						    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+		if (err)
+			std::printf("  modify_qp INIT: %s\n", errno_text(err).c_str());
+	}
+	if (qp && !err) {
+		struct ibv_qp_attr q = {};
+		struct ibv_qp_init_attr qi = {};
+		err = ibv_query_qp(qp, &q, IBV_QP_STATE, &qi);
+		if (err)
+			std::printf("  query_qp: %s\n", errno_text(err).c_str());
+		else if (q.qp_state != IBV_QPS_INIT) {
+			std::printf("  query_qp: state %d, not INIT\n", q.qp_state);
+			err = EINVAL;
+		}
+	}
+	if (qp) {
+		const int d = ibv_destroy_qp(qp);
+		if (d && !err)
+			err = d;
+	}
+	ibv_destroy_cq(cq);
+	return Outcome{err};
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -147,14 +210,14 @@ int main(int argc, char **argv)
 	run_all(implemented);
 
 	if (pd) {
-		const std::vector<Probe> pending = {
+		const std::vector<Probe> objects = {
 			{"create_cq", Expect::works,
 			 [&] {
 				 return creating<struct ibv_cq>(
 					 [&] { return ibv_create_cq(ctx, 16, nullptr, nullptr, 0); },
 					 [](struct ibv_cq *cq) { ibv_destroy_cq(cq); });
 			 }},
-			{"create_cq_ex", Expect::unsupported,
+			{"create_cq_ex", Expect::works,
 			 [&] {
 				 return creating<struct ibv_cq_ex>(
 					 [&] {
@@ -181,7 +244,7 @@ int main(int argc, char **argv)
 					 [&] { return ibv_alloc_mw(pd, IBV_MW_TYPE_1); },
 					 [](struct ibv_mw *mw) { ibv_dealloc_mw(mw); });
 			 }},
-			{"create_srq", Expect::unsupported,
+			{"create_srq", Expect::works,
 			 [&] {
 				 return creating<struct ibv_srq>(
 					 [&] {
@@ -192,22 +255,9 @@ int main(int argc, char **argv)
 					 },
 					 [](struct ibv_srq *srq) { ibv_destroy_srq(srq); });
 			 }},
-			{"create_qp", Expect::unsupported,
-			 [&] {
-				 /* No CQs given; a real create_qp must reject this. */
-				 return creating<struct ibv_qp>(
-					 [&] {
-						 struct ibv_qp_init_attr a = {};
-						 a.qp_type = IBV_QPT_RC;
-						 a.cap.max_send_wr = 16;
-						 a.cap.max_recv_wr = 16;
-						 a.cap.max_send_sge = 1;
-						 a.cap.max_recv_sge = 1;
-						 return ibv_create_qp(pd, &a);
-					 },
-					 [](struct ibv_qp *qp) { ibv_destroy_qp(qp); });
-			 }},
-			{"create_ah", Expect::unsupported,
+			{"create_qp", Expect::works, [&] { return rc_qp(ctx, pd, port, false); }},
+			{"create_qp_ex", Expect::works, [&] { return rc_qp(ctx, pd, port, true); }},
+			{"create_ah", Expect::works,
 			 [&] {
 				 return creating<struct ibv_ah>(
 					 [&] {
@@ -215,12 +265,16 @@ int main(int argc, char **argv)
 						 a.port_num = port;
 						 a.is_global = 1;
 						 a.grh.hop_limit = 64;
+						 /* Our own address: always resolvable. */
+						 if (ibv_query_gid(ctx, port, 0, &a.grh.dgid))
+							 std::printf("  query_gid: %s, using ::\n",
+								     errno_text(errno).c_str());
 						 return ibv_create_ah(pd, &a);
 					 },
 					 [](struct ibv_ah *ah) { ibv_destroy_ah(ah); });
 			 }},
 		};
-		run_all(pending);
+		run_all(objects);
 
 		report("dealloc_pd", Expect::works, Outcome{ibv_dealloc_pd(pd)});
 	}

@@ -109,4 +109,149 @@ struct sroce_cq_ring_hdr {
 #define SROCE_CQ_RING_ENTRIES_OFF	(3 * SROCE_CQ_RING_LINE)
 #define SROCE_CQ_RING_WC_SIZE		48
 
+/*
+ * Work queues
+ * ===========
+ * A QP's send queue (SQ), its receive queue (RQ, absent with an SRQ) and an
+ * SRQ are rings of fixed-size slots in memory shared with the kernel, mapped
+ * like the CQ ring: mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED,
+ * cmd_fd, offset) with the numbers from the create response. Each mapping
+ * starts with a struct sroce_wq_hdr; slot i (i in [0, entries)) lives at byte
+ * SROCE_WQ_SLOTS_OFF + i * wqe_size. entries and wqe_size are powers of two.
+ *
+ * producer and consumer are free-running 32-bit counters; the slot of count n
+ * is n & (entries - 1). User space writes a WQE into the slot of its producer
+ * count, then publishes it with a store-release of producer. The kernel reads
+ * producer with a load-acquire, copies the WQE into kernel memory and
+ * validates only the copy; it never reads a slot twice and keeps all its
+ * state (progress, PSNs, keys) in kernel memory. It advances consumer (a
+ * store-release) when a slot may be reused: for the SQ when the work request
+ * has completed (successfully or not, signaled or not), for the RQ and SRQ
+ * when the WQE has been taken for an incoming message. The queue is full when
+ * producer - consumer == entries; the kernel treats a producer more than
+ * entries ahead of its own consumer count as a broken queue (the QP goes to
+ * the error state, with IB_EVENT_QP_FATAL).
+ *
+ * Send doorbell. The SQ header's sq_idle word is 1 while the kernel's send
+ * engine for the QP is idle, i.e. will not look at producer again without
+ * being told to. After publishing producer user space issues a full barrier
+ * and reads sq_idle; if it is non-zero it rings the doorbell: the uverbs
+ * POST_SEND command with wr_count 0 (a plain write() of struct
+ * ib_uverbs_cmd_hdr + struct ib_uverbs_post_send on cmd_fd; ib_uverbs
+ * insists on wqe_size >= sizeof(struct ib_uverbs_send_wr), 56, even then). The kernel clears sq_idle before it
+ * starts working and, when it runs out of work, stores 1, issues a full
+ * barrier and reads producer once more (and resumes if it moved). Either the
+ * kernel sees the new producer or user space sees sq_idle == 1, so no posted
+ * WQE waits for a doorbell that never comes. Receive queues need no doorbell:
+ * the kernel looks at producer when a message arrives.
+ */
+#define SROCE_WQ_LINE			64
+struct sroce_wq_hdr {
+	__u32 producer;			/* written by user space only */
+	__u32 pad0[SROCE_WQ_LINE / 4 - 1];
+	__u32 consumer;			/* written by the kernel only */
+	__u32 pad1[SROCE_WQ_LINE / 4 - 1];
+	__u32 sq_idle;			/* SQ only: written by the kernel only */
+	__u32 pad2[SROCE_WQ_LINE / 4 - 1];
+	__u32 pad3[SROCE_WQ_LINE / 4];
+};
+
+#define SROCE_WQ_SLOTS_OFF		256	/* sizeof(struct sroce_wq_hdr) */
+
+/* A scatter/gather element; the layout of struct ibv_sge. */
+struct sroce_sge {
+	__aligned_u64 addr;
+	__u32 length;
+	__u32 lkey;
+};
+
+/*
+ * Send WQE: this 64-byte header followed by num_sge struct sroce_sge or, with
+ * SROCE_SEND_INLINE (IBV_SEND_INLINE) in send_flags, by inline_len bytes
+ * of data (at most the QP's max_inline_data; num_sge is then ignored). opcode is enum
+ * ib_uverbs_wr_opcode (the values of enum ibv_wr_opcode), send_flags are
+ * IBV_SEND_* bits (FENCE 1, SIGNALED 2, SOLICITED 4, INLINE 8).
+ * imm_data (SEND/WRITE with immediate) is in network byte order, as
+ * struct ibv_send_wr carries it; for SEND_WITH_INV the same word holds the
+ * rkey to invalidate in host order.
+ */
+struct sroce_send_wqe {
+	__aligned_u64 wr_id;
+	__u32 opcode;
+	__u32 send_flags;
+	__u32 num_sge;
+	__u32 inline_len;
+	__u32 imm_data;			/* or invalidate_rkey */
+	__u32 reserved;
+	union {
+		struct {
+			__aligned_u64 remote_addr;
+			__u32 rkey;
+			__u32 reserved;
+		} rdma;
+		struct {
+			__aligned_u64 remote_addr;
+			__aligned_u64 compare_add;
+			__aligned_u64 swap;
+			__u32 rkey;
+			__u32 reserved;
+		} atomic;
+		struct {
+			__u32 ah_num;		/* from sroce_create_ah_resp */
+			__u32 remote_qpn;
+			__u32 remote_qkey;
+			__u32 reserved;
+		} ud;
+		__u8 raw[32];
+	} wr;
+	/* followed by struct sroce_sge sge[num_sge] or inline data */
+};
+
+/* send_flags bits (the values of IBV_SEND_*). */
+#define SROCE_SEND_FENCE		(1u << 0)
+#define SROCE_SEND_SIGNALED		(1u << 1)
+#define SROCE_SEND_SOLICITED		(1u << 2)
+#define SROCE_SEND_INLINE		(1u << 3)
+
+/* Receive WQE (RQ and SRQ): this header followed by num_sge SGEs. */
+struct sroce_recv_wqe {
+	__aligned_u64 wr_id;
+	__u32 num_sge;
+	__u32 reserved;
+	/* followed by struct sroce_sge sge[num_sge] */
+};
+
+/* The largest inline payload a QP can be created with. */
+#define SROCE_MAX_INLINE_DATA		512
+
+/* Driver data returned by create_qp (after ib_uverbs_create_qp_resp). */
+struct sroce_create_qp_resp {
+	__aligned_u64 sq_mmap_offset;
+	__aligned_u64 sq_mmap_size;
+	__aligned_u64 rq_mmap_offset;	/* 0 and size 0 with an SRQ */
+	__aligned_u64 rq_mmap_size;
+	__u32 sq_entries;
+	__u32 sq_wqe_size;
+	__u32 rq_entries;
+	__u32 rq_wqe_size;
+	__u32 qpn;
+	__u32 reserved;
+};
+
+/* Driver data returned by create_srq (after ib_uverbs_create_srq_resp). */
+struct sroce_create_srq_resp {
+	__aligned_u64 mmap_offset;
+	__aligned_u64 mmap_size;
+	__u32 entries;
+	__u32 wqe_size;
+	__u32 srqn;
+	__u32 reserved;
+};
+
+/* Driver data returned by create_ah (after ib_uverbs_create_ah_resp). */
+struct sroce_create_ah_resp {
+	__u32 ah_num;			/* goes into sroce_send_wqe.wr.ud.ah_num */
+	__u32 reserved;
+};
+
 #endif /* SROCE_ABI_USER_H */

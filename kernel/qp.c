@@ -1,0 +1,621 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sroce - queue pairs: creation, the state machine, destruction, and the
+ * work queue rings shared with user space.
+ *
+ * Types: RC, UC and UD for user space. Kernel QPs (and with them GSI/QP1)
+ * are not offered yet: create_qp without udata fails with EOPNOTSUPP.
+ *
+ * Locking
+ * -------
+ * sq_lock covers the send side (requester, completer, SQ ring, timers),
+ * rq_lock the receive side (responder, RQ ring). Both are taken with BHs
+ * disabled, sq_lock first when both are needed (state changes). The
+ * responder never takes sq_lock: a fatal error it finds is handed to
+ * err_work, which moves the QP to the error state in process context.
+ *
+ * Lifetime
+ * --------
+ * The receive path finds a QP by QPN in sdev->qp_xa under RCU and takes a
+ * reference (ref). destroy_qp marks the QP dead under both locks (no timer
+ * or work item is armed after that), unpublishes the QPN, drops the initial
+ * reference and waits for the last one; then it stops timers and work items
+ * and frees what the QP owns. ib_core frees the structure after we return.
+ */
+
+#include <linux/log2.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "sroce.h"
+
+#define SROCE_QPN_MIN		16	/* 0 and 1 are special, keep a gap */
+
+static_assert(sizeof(struct sroce_wq_hdr) == SROCE_WQ_SLOTS_OFF);
+static_assert(sizeof(struct sroce_send_wqe) == 64);
+static_assert(sizeof(struct sroce_recv_wqe) == 16);
+static_assert(sizeof(struct sroce_sge) == 16);
+static_assert(sizeof(struct sroce_create_qp_resp) == 56);
+
+void sroce_qp_init_dev(struct sroce_dev *sdev)
+{
+	xa_init_flags(&sdev->qp_xa, XA_FLAGS_ALLOC);
+	atomic_set(&sdev->num_qp, 0);
+	sdev->qp_next = SROCE_QPN_MIN;
+}
+
+void sroce_qp_fini_dev(struct sroce_dev *sdev)
+{
+	WARN_ON(!xa_empty(&sdev->qp_xa));
+	xa_destroy(&sdev->qp_xa);
+}
+
+/* ------------------------------------------------------------- references */
+
+struct sroce_qp *sroce_qp_get(struct sroce_dev *sdev, u32 qpn)
+{
+	struct sroce_qp *qp;
+
+	rcu_read_lock();
+	qp = xa_load(&sdev->qp_xa, qpn);
+	if (qp && !refcount_inc_not_zero(&qp->ref))
+		qp = NULL;
+	rcu_read_unlock();
+	return qp;
+}
+
+void sroce_qp_put(struct sroce_qp *qp)
+{
+	if (refcount_dec_and_test(&qp->ref))
+		complete(&qp->done);
+}
+
+/* ------------------------------------------------------------------ rings */
+
+/*
+ * Read the producer index user space published, with acquire semantics so
+ * that the WQEs before it are visible. A producer more than a ring ahead of
+ * our consumer is impossible for a well-behaved process: *broken is set and
+ * the old value kept.
+ */
+u32 sroce_wq_ring_prod(struct sroce_wq *wq, bool *broken)
+{
+	u32 p = smp_load_acquire(&wq->hdr->producer);
+
+	if (p - wq->cons > wq->entries) {
+		*broken = true;
+		return wq->prod;
+	}
+	wq->prod = p;
+	return p;
+}
+
+void sroce_wq_publish_cons(struct sroce_wq *wq)
+{
+	smp_store_release(&wq->hdr->consumer, wq->cons);
+}
+
+static int sroce_wq_alloc(struct ib_ucontext *ibuc, struct sroce_wq *wq,
+			  u32 entries, u32 wqe_size)
+{
+	wq->entries = entries;
+	wq->wqe_size = wqe_size;
+	wq->mentry = sroce_mmap_alloc(ibuc, SROCE_WQ_SLOTS_OFF +
+				      (size_t)entries * wqe_size);
+	if (IS_ERR(wq->mentry)) {
+		int err = PTR_ERR(wq->mentry);
+
+		wq->mentry = NULL;
+		return err;
+	}
+	wq->hdr = wq->mentry->vaddr;
+	wq->slots = (u8 *)wq->mentry->vaddr + SROCE_WQ_SLOTS_OFF;
+	return 0;
+}
+
+static void sroce_wq_free(struct sroce_wq *wq)
+{
+	if (wq->mentry)
+		sroce_mmap_remove(wq->mentry);
+	wq->mentry = NULL;
+	wq->hdr = NULL;
+	wq->slots = NULL;
+}
+
+/* Receive WQE slot size for max_sge SGEs. */
+static u32 sroce_recv_wqe_size(u32 max_sge)
+{
+	return roundup_pow_of_two(sizeof(struct sroce_recv_wqe) +
+				  max_t(u32, max_sge, 1) *
+				  sizeof(struct sroce_sge));
+}
+
+u32 sroce_srq_wqe_size(u32 max_sge)
+{
+	return sroce_recv_wqe_size(max_sge);
+}
+
+static void sroce_err_work(struct work_struct *work);
+
+/* ------------------------------------------------------------------ create */
+
+static int sroce_qp_check_init(struct sroce_dev *sdev,
+			       const struct ib_qp_init_attr *init)
+{
+	const struct ib_qp_cap *cap = &init->cap;
+
+	switch (init->qp_type) {
+	case IB_QPT_RC:
+	case IB_QPT_UC:
+	case IB_QPT_UD:
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	if (init->create_flags)
+		return -EOPNOTSUPP;
+	if (!init->send_cq || (!init->recv_cq && !init->srq))
+		return -EINVAL;
+	if (cap->max_send_wr > SROCE_MAX_QP_WR ||
+	    cap->max_send_sge > SROCE_MAX_SGE ||
+	    cap->max_inline_data > SROCE_MAX_INLINE_DATA)
+		return -EINVAL;
+	if (!init->srq && (cap->max_recv_wr > SROCE_MAX_QP_WR ||
+			   cap->max_recv_sge > SROCE_MAX_SGE))
+		return -EINVAL;
+	return 0;
+}
+
+int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		    struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibqp->device);
+	struct sroce_qp *qp = to_sqp(ibqp);
+	struct sroce_create_qp_resp resp = {};
+	struct ib_qp_cap *cap = &init->cap;
+	struct sroce_ucontext *uctx;
+	u32 sq_entries, sq_wqe, sq_room, qpn;
+	int err;
+
+	if (!udata)
+		return -EOPNOTSUPP;	/* kernel QPs: not yet */
+	if (udata->outlen < sizeof(resp))
+		return -EINVAL;
+	err = sroce_qp_check_init(sdev, init);
+	if (err)
+		return err;
+	if (atomic_inc_return(&sdev->num_qp) > SROCE_MAX_QP) {
+		err = -ENOMEM;
+		goto err_count;
+	}
+
+	uctx = rdma_udata_to_drv_context(udata, struct sroce_ucontext, ibuc);
+	qp->sdev = sdev;
+	qp->pd = to_spd(ibqp->pd);
+	qp->scq = to_scq(init->send_cq);
+	qp->rcq = init->recv_cq ? to_scq(init->recv_cq) : NULL;
+	qp->srq = init->srq ? to_ssrq(init->srq) : NULL;
+	qp->is_user = true;
+	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
+	qp->state = IB_QPS_RESET;
+	qp->path_mtu = IB_MTU_1024;
+	qp->mtu = 1024;
+	refcount_set(&qp->ref, 1);
+	init_completion(&qp->done);
+	spin_lock_init(&qp->sq_lock);
+	spin_lock_init(&qp->rq_lock);
+	timer_setup(&qp->retry_timer, sroce_retry_timer, 0);
+	timer_setup(&qp->rnr_timer, sroce_rnr_timer, 0);
+	INIT_WORK(&qp->req_work, sroce_req_work);
+	INIT_WORK(&qp->resp_work, sroce_resp_work);
+	INIT_WORK(&qp->err_work, sroce_err_work);
+	mutex_init(&qp->mod_lock);
+	skb_queue_head_init(&qp->backlog);
+
+	/* Send queue: slots hold a 64-byte header plus SGEs or inline data. */
+	sq_entries = roundup_pow_of_two(max_t(u32, cap->max_send_wr, 1));
+	sq_room = max_t(u32, max_t(u32, cap->max_send_sge, 1) *
+			     sizeof(struct sroce_sge), cap->max_inline_data);
+	sq_wqe = roundup_pow_of_two(sizeof(struct sroce_send_wqe) + sq_room);
+	sq_room = sq_wqe - sizeof(struct sroce_send_wqe);
+	qp->sq.max_sge = min_t(u32, sq_room / sizeof(struct sroce_sge),
+			       SROCE_MAX_SGE);
+	qp->sq.max_inline = min_t(u32, sq_room, SROCE_MAX_INLINE_DATA);
+	err = sroce_wq_alloc(&uctx->ibuc, &qp->sq, sq_entries, sq_wqe);
+	if (err)
+		goto err_count;
+	qp->swqe_size = ALIGN(sizeof(struct sroce_swqe) + sq_room, 8);
+	qp->swqes = kvcalloc(sq_entries, qp->swqe_size, GFP_KERNEL);
+	if (!qp->swqes) {
+		err = -ENOMEM;
+		goto err_sq;
+	}
+
+	if (!qp->srq) {
+		u32 rq_entries = roundup_pow_of_two(max_t(u32,
+							  cap->max_recv_wr, 1));
+
+		err = sroce_wq_alloc(&uctx->ibuc, &qp->rq, rq_entries,
+				     sroce_recv_wqe_size(cap->max_recv_sge));
+		if (err)
+			goto err_swqes;
+		qp->rq.max_sge = min_t(u32, (qp->rq.wqe_size -
+					     sizeof(struct sroce_recv_wqe)) /
+					    sizeof(struct sroce_sge),
+				       SROCE_MAX_SGE);
+		qp->rwqe_size = qp->rq.wqe_size;
+	} else {
+		qp->rwqe_size = qp->srq->wq.wqe_size;
+	}
+	qp->rwqe = kzalloc(qp->rwqe_size, GFP_KERNEL);
+	qp->res = kcalloc(SROCE_MAX_QP_RD_ATOM, sizeof(*qp->res), GFP_KERNEL);
+	if (!qp->rwqe || !qp->res) {
+		err = -ENOMEM;
+		goto err_rq;
+	}
+	qp->nres = 1;
+
+	/* Reserve the QPN; the QP becomes visible once it is complete. */
+	err = xa_alloc_cyclic(&sdev->qp_xa, &qpn, NULL,
+			      XA_LIMIT(SROCE_QPN_MIN, SROCE_QPN_MASK),
+			      &sdev->qp_next, GFP_KERNEL);
+	if (err < 0)
+		goto err_rq;
+	ibqp->qp_num = qpn;
+
+	cap->max_send_wr = sq_entries;
+	cap->max_send_sge = qp->sq.max_sge;
+	cap->max_inline_data = qp->sq.max_inline;
+	if (!qp->srq) {
+		cap->max_recv_wr = qp->rq.entries;
+		cap->max_recv_sge = qp->rq.max_sge;
+	} else {
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
+	}
+
+	resp.sq_mmap_offset = sroce_mmap_offset(qp->sq.mentry);
+	resp.sq_mmap_size = qp->sq.mentry->size;
+	resp.sq_entries = qp->sq.entries;
+	resp.sq_wqe_size = qp->sq.wqe_size;
+	if (qp->rq.mentry) {
+		resp.rq_mmap_offset = sroce_mmap_offset(qp->rq.mentry);
+		resp.rq_mmap_size = qp->rq.mentry->size;
+		resp.rq_entries = qp->rq.entries;
+		resp.rq_wqe_size = qp->rq.wqe_size;
+	}
+	resp.qpn = qpn;
+	err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+	if (err)
+		goto err_qpn;
+
+	xa_store(&sdev->qp_xa, qpn, qp, GFP_KERNEL);
+	return 0;
+
+err_qpn:
+	xa_erase(&sdev->qp_xa, qpn);
+err_rq:
+	kfree(qp->res);
+	kfree(qp->rwqe);
+	sroce_wq_free(&qp->rq);
+err_swqes:
+	kvfree(qp->swqes);
+err_sq:
+	sroce_wq_free(&qp->sq);
+err_count:
+	atomic_dec(&sdev->num_qp);
+	return err;
+}
+
+/* ------------------------------------------------------------ error state */
+
+/*
+ * Move to the error state with both locks held: flush both queues with
+ * IB_WC_WR_FLUSH_ERR completions, stop the timers (not synchronously).
+ */
+void sroce_qp_error_locked(struct sroce_qp *qp)
+{
+	bool was_err = qp->state == IB_QPS_ERR;
+
+	qp->state = IB_QPS_ERR;
+	del_timer(&qp->retry_timer);
+	del_timer(&qp->rnr_timer);
+	sroce_sq_flush_locked(qp);
+	sroce_rq_flush_locked(qp);
+	if (!was_err && qp->srq && qp->ibqp.event_handler) {
+		struct ib_event ev = {
+			.device = qp->ibqp.device,
+			.element.qp = &qp->ibqp,
+			.event = IB_EVENT_QP_LAST_WQE_REACHED,
+		};
+
+		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
+	}
+}
+
+void sroce_qp_error(struct sroce_qp *qp)
+{
+	spin_lock_bh(&qp->sq_lock);
+	spin_lock(&qp->rq_lock);
+	if (!qp->dead && qp->state != IB_QPS_RESET)
+		sroce_qp_error_locked(qp);
+	spin_unlock(&qp->rq_lock);
+	spin_unlock_bh(&qp->sq_lock);
+}
+
+
+static void sroce_err_work(struct work_struct *work)
+{
+	sroce_qp_error(container_of(work, struct sroce_qp, err_work));
+}
+
+/* ------------------------------------------------------------------ modify */
+
+#define SROCE_QP_ACCESS	(IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ | \
+			 IB_ACCESS_REMOTE_ATOMIC | IB_ACCESS_LOCAL_WRITE)
+
+static int sroce_modify_check(struct sroce_qp *qp, const struct ib_qp_attr *attr,
+			      int mask)
+{
+	if ((mask & IB_QP_PORT) && attr->port_num != SROCE_PORT)
+		return -EINVAL;
+	if ((mask & IB_QP_PKEY_INDEX) && attr->pkey_index >= SROCE_PKEY_TBL_LEN)
+		return -EINVAL;
+	if ((mask & IB_QP_PATH_MTU) &&
+	    (attr->path_mtu < IB_MTU_256 || attr->path_mtu > IB_MTU_4096))
+		return -EINVAL;
+	if ((mask & IB_QP_MAX_QP_RD_ATOMIC) &&
+	    attr->max_rd_atomic > SROCE_MAX_QP_RD_ATOM)
+		return -EINVAL;
+	if ((mask & IB_QP_MAX_DEST_RD_ATOMIC) &&
+	    attr->max_dest_rd_atomic > SROCE_MAX_QP_RD_ATOM)
+		return -EINVAL;
+	if ((mask & IB_QP_TIMEOUT) && attr->timeout > 31)
+		return -EINVAL;
+	if ((mask & IB_QP_RETRY_CNT) && attr->retry_cnt > 7)
+		return -EINVAL;
+	if ((mask & IB_QP_RNR_RETRY) && attr->rnr_retry > 7)
+		return -EINVAL;
+	if ((mask & IB_QP_MIN_RNR_TIMER) && attr->min_rnr_timer > 31)
+		return -EINVAL;
+	if ((mask & IB_QP_ACCESS_FLAGS) &&
+	    (attr->qp_access_flags & ~(SROCE_QP_ACCESS | IB_ACCESS_MW_BIND)))
+		return -EINVAL;
+	if (mask & (IB_QP_ALT_PATH | IB_QP_PATH_MIG_STATE))
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+static u32 sroce_mtu_bytes(enum ib_mtu mtu)
+{
+	return 128u << mtu;	/* IB_MTU_256 == 1 */
+}
+
+int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		    struct ib_udata *udata)
+{
+	struct sroce_qp *qp = to_sqp(ibqp);
+	struct sroce_dev *sdev = qp->sdev;
+	enum ib_qp_state cur, next;
+	struct sroce_av av = {};
+	bool kick = false;
+	int err;
+
+	if (udata && udata->inlen &&
+	    !ib_is_udata_cleared(udata, 0, udata->inlen))
+		return -EOPNOTSUPP;
+	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
+		return -EOPNOTSUPP;
+	err = sroce_modify_check(qp, attr, mask);
+	if (err)
+		return err;
+	mutex_lock(&qp->mod_lock);
+	if (mask & IB_QP_AV) {
+		err = sroce_av_from_attr(sdev, &av, &attr->ah_attr);
+		if (err)
+			goto out_unlocked;
+		rdma_replace_ah_attr(&qp->ah_attr, &attr->ah_attr);
+	}
+
+	spin_lock_bh(&qp->sq_lock);
+	spin_lock(&qp->rq_lock);
+
+	cur = (mask & IB_QP_CUR_STATE) ? attr->cur_qp_state : qp->state;
+	next = (mask & IB_QP_STATE) ? attr->qp_state : cur;
+	if (qp->dead || cur != qp->state ||
+	    !ib_modify_qp_is_ok(cur, next, ibqp->qp_type, mask)) {
+		err = -EINVAL;
+		goto out;
+	}
+	if (next == IB_QPS_SQD && cur == IB_QPS_SQD && qp->req_next != qp->sq.cons) {
+		err = -EBUSY;	/* IBTA: no modify of SQD while draining */
+		goto out;
+	}
+
+	if (mask & IB_QP_PKEY_INDEX)
+		qp->pkey_index = attr->pkey_index;
+	if (mask & IB_QP_QKEY)
+		qp->qkey = attr->qkey;
+	if (mask & IB_QP_ACCESS_FLAGS)
+		qp->access = attr->qp_access_flags;
+	if (mask & IB_QP_AV)
+		qp->av = av;
+	if (mask & IB_QP_PATH_MTU) {
+		enum ib_mtu port = sroce_port_mtu(sdev);
+
+		qp->path_mtu = min(attr->path_mtu, port);
+		qp->mtu = sroce_mtu_bytes(qp->path_mtu);
+	}
+	if (mask & IB_QP_TIMEOUT)
+		qp->timeout = attr->timeout;
+	if (mask & IB_QP_RETRY_CNT)
+		qp->retry_cnt = attr->retry_cnt;
+	if (mask & IB_QP_RNR_RETRY)
+		qp->rnr_retry = attr->rnr_retry;
+	if (mask & IB_QP_MIN_RNR_TIMER)
+		qp->min_rnr_timer = attr->min_rnr_timer;
+	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
+		qp->max_rd_atomic = attr->max_rd_atomic;
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC) {
+		qp->max_dest_rd_atomic = attr->max_dest_rd_atomic;
+		qp->nres = max_t(u32, attr->max_dest_rd_atomic, 1);
+		memset(qp->res, 0, SROCE_MAX_QP_RD_ATOM * sizeof(*qp->res));
+		qp->res_next = 0;
+	}
+	if (mask & IB_QP_RQ_PSN) {
+		qp->rq_psn = attr->rq_psn & SROCE_PSN_MASK;
+		qp->epsn = qp->rq_psn;
+	}
+	if (mask & IB_QP_SQ_PSN) {
+		qp->sq_psn = attr->sq_psn & SROCE_PSN_MASK;
+		qp->req_psn = qp->sq_psn;
+		qp->comp_psn = qp->sq_psn;
+	}
+	if (mask & IB_QP_DEST_QPN)
+		qp->dest_qpn = attr->dest_qp_num & SROCE_QPN_MASK;
+	if (mask & (IB_QP_DEST_QPN | IB_QP_AV))
+		qp->sport = rdma_get_udp_sport(qp->av.flow_label,
+					       ibqp->qp_num, qp->dest_qpn);
+	if (mask & IB_QP_EN_SQD_ASYNC_NOTIFY)
+		qp->sqd_notify = attr->en_sqd_async_notify;
+
+	if (next != cur) {
+		switch (next) {
+		case IB_QPS_RESET:
+			sroce_req_reset_locked(qp);
+			sroce_resp_reset_locked(qp);
+			break;
+		case IB_QPS_RTS:
+			if (cur == IB_QPS_RTR) {
+				qp->retry_left = qp->retry_cnt;
+				qp->rnr_left = qp->rnr_retry;
+			}
+			kick = true;
+			break;
+		case IB_QPS_ERR:
+			sroce_qp_error_locked(qp);
+			break;
+		default:
+			break;
+		}
+		if (next != IB_QPS_ERR)
+			qp->state = next;
+		if (next == IB_QPS_SQD && qp->req_next == qp->sq.cons &&
+		    qp->sqd_notify && ibqp->event_handler) {
+			struct ib_event ev = {
+				.device = ibqp->device,
+				.element.qp = ibqp,
+				.event = IB_EVENT_SQ_DRAINED,
+			};
+
+			ibqp->event_handler(&ev, ibqp->qp_context);
+		}
+	}
+out:
+	spin_unlock(&qp->rq_lock);
+	spin_unlock_bh(&qp->sq_lock);
+out_unlocked:
+	mutex_unlock(&qp->mod_lock);
+	if (kick)
+		sroce_req_kick(qp);
+	return err;
+}
+
+int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		   struct ib_qp_init_attr *init)
+{
+	struct sroce_qp *qp = to_sqp(ibqp);
+
+	memset(attr, 0, sizeof(*attr));
+	memset(init, 0, sizeof(*init));
+
+	mutex_lock(&qp->mod_lock);
+	spin_lock_bh(&qp->sq_lock);
+	spin_lock(&qp->rq_lock);
+	attr->qp_state = qp->state;
+	attr->cur_qp_state = qp->state;
+	attr->path_mtu = qp->path_mtu;
+	attr->path_mig_state = IB_MIG_MIGRATED;
+	attr->qkey = qp->qkey;
+	attr->rq_psn = qp->epsn;
+	attr->sq_psn = qp->req_psn;
+	attr->dest_qp_num = qp->dest_qpn;
+	attr->qp_access_flags = qp->access;
+	attr->pkey_index = qp->pkey_index;
+	attr->en_sqd_async_notify = qp->sqd_notify;
+	attr->sq_draining = qp->state == IB_QPS_SQD &&
+			    qp->req_next != qp->sq.cons;
+	attr->max_rd_atomic = qp->max_rd_atomic;
+	attr->max_dest_rd_atomic = qp->max_dest_rd_atomic;
+	attr->min_rnr_timer = qp->min_rnr_timer;
+	attr->port_num = SROCE_PORT;
+	attr->timeout = qp->timeout;
+	attr->retry_cnt = qp->retry_cnt;
+	attr->rnr_retry = qp->rnr_retry;
+	spin_unlock(&qp->rq_lock);
+	spin_unlock_bh(&qp->sq_lock);
+
+	if (ibqp->qp_type != IB_QPT_UD)
+		rdma_replace_ah_attr(&attr->ah_attr, &qp->ah_attr);
+	mutex_unlock(&qp->mod_lock);
+
+	attr->cap.max_send_wr = qp->sq.entries;
+	attr->cap.max_send_sge = qp->sq.max_sge;
+	attr->cap.max_inline_data = qp->sq.max_inline;
+	attr->cap.max_recv_wr = qp->srq ? 0 : qp->rq.entries;
+	attr->cap.max_recv_sge = qp->srq ? 0 : qp->rq.max_sge;
+
+	init->event_handler = ibqp->event_handler;
+	init->qp_context = ibqp->qp_context;
+	init->send_cq = ibqp->send_cq;
+	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
+	init->cap = attr->cap;
+	init->sq_sig_type = qp->sq_sig_all ? IB_SIGNAL_ALL_WR :
+					     IB_SIGNAL_REQ_WR;
+	init->qp_type = ibqp->qp_type;
+	init->port_num = SROCE_PORT;
+	return 0;
+}
+
+/* ----------------------------------------------------------------- destroy */
+
+int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	struct sroce_qp *qp = to_sqp(ibqp);
+	struct sroce_dev *sdev = qp->sdev;
+
+	spin_lock_bh(&qp->sq_lock);
+	spin_lock(&qp->rq_lock);
+	qp->dead = true;
+	spin_unlock(&qp->rq_lock);
+	spin_unlock_bh(&qp->sq_lock);
+
+	/* No new receive finds the QP; wait for those that did. */
+	xa_erase(&sdev->qp_xa, ibqp->qp_num);
+	sroce_qp_put(qp);
+	wait_for_completion(&qp->done);
+
+	del_timer_sync(&qp->retry_timer);
+	del_timer_sync(&qp->rnr_timer);
+	cancel_work_sync(&qp->req_work);
+	cancel_work_sync(&qp->resp_work);
+	cancel_work_sync(&qp->err_work);
+	del_timer_sync(&qp->retry_timer);
+	del_timer_sync(&qp->rnr_timer);
+
+	spin_lock_bh(&qp->rq_lock);
+	sroce_resp_reset_locked(qp);
+	spin_unlock_bh(&qp->rq_lock);
+	skb_queue_purge(&qp->backlog);
+	rdma_destroy_ah_attr(&qp->ah_attr);
+
+	kfree(qp->res);
+	kfree(qp->rwqe);
+	kvfree(qp->swqes);
+	sroce_wq_free(&qp->rq);
+	sroce_wq_free(&qp->sq);
+	atomic_dec(&sdev->num_qp);
+	return 0;
+}

@@ -1,0 +1,1010 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sroce - the send side of a QP: requester and completer.
+ *
+ * The requester turns send WQEs into packets. It runs to completion in the
+ * context that has work for it, under sq_lock, up to a budget of packets:
+ * the doorbell system call (post_send), the completer when ACKs open the
+ * window (softirq), the retry and RNR timers (softirq). Work beyond the
+ * budget goes to req_work. Packets are built and handed to the IP layer
+ * under sq_lock, so they leave in PSN order.
+ *
+ * WQEs are copied out of the mapped ring into kernel memory (qp->swqes, same
+ * index) when the requester first sees them and are validated there; the
+ * ring slot is not read again. The ring's consumer index moves when a WQE
+ * completes, which for RC is when it is acknowledged.
+ *
+ * RC reliability (IBTA vol. 1 ch. 9.7): every packet has a PSN; the
+ * requester keeps at most SROCE_MAX_UNACKED PSNs unacknowledged and asks for
+ * an ACK at the end of each message and every SROCE_ACKREQ_EVERY packets.
+ * Since all progress of a WQE is a function of its first PSN, retransmitting
+ * from any PSN ("go back N") only needs the WQE that PSN belongs to: a NAK
+ * sequence error, an ACK or response that shows a READ response was lost,
+ * and the retry timer all rewind req_next/req_psn. RNR NAKs rewind and wait
+ * for the RNR timer. Retry and RNR budgets come from retry_cnt and
+ * rnr_retry (7 = infinite for RNR) and are reset by any progress.
+ */
+
+#include <linux/highmem.h>
+#include <linux/slab.h>
+
+#include "sroce.h"
+
+#define SROCE_REQ_BUDGET	64	/* packets per run before deferring */
+#define SROCE_MAX_UNACKED	512	/* RC PSNs in flight */
+#define SROCE_ACKREQ_EVERY	32
+
+static struct sroce_swqe *sroce_swqe_at(struct sroce_qp *qp, u32 idx)
+{
+	return (struct sroce_swqe *)(qp->swqes + (size_t)(idx & (qp->sq.entries - 1)) *
+				     qp->swqe_size);
+}
+
+static enum ib_wc_opcode sroce_wc_opcode(u32 op)
+{
+	switch (op) {
+	case IB_UVERBS_WR_RDMA_WRITE:
+	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
+		return IB_WC_RDMA_WRITE;
+	case IB_UVERBS_WR_RDMA_READ:
+		return IB_WC_RDMA_READ;
+	case IB_UVERBS_WR_ATOMIC_CMP_AND_SWP:
+		return IB_WC_COMP_SWAP;
+	case IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD:
+		return IB_WC_FETCH_ADD;
+	default:
+		return IB_WC_SEND;
+	}
+}
+
+static bool sroce_op_is_rd(u32 op)
+{
+	return op == IB_UVERBS_WR_RDMA_READ ||
+	       op == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
+	       op == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static bool sroce_op_is_atomic(u32 op)
+{
+	return op == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
+	       op == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* ---------------------------------------------------------- completions */
+
+static void sroce_send_cqe(struct sroce_qp *qp, struct sroce_swqe *wqe,
+			   enum ib_wc_status status)
+{
+	struct ib_wc wc = {
+		.wr_id = wqe->wr.wr_id,
+		.status = status,
+		.opcode = sroce_wc_opcode(wqe->wr.opcode),
+		.byte_len = wqe->len,
+		.qp = &qp->ibqp,
+		.port_num = SROCE_PORT,
+	};
+
+	sroce_cq_post(qp->scq, &wc, false);
+}
+
+/* Complete the oldest WQE (index sq.cons). */
+static void sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
+				enum ib_wc_status status)
+{
+	if (status != IB_WC_SUCCESS || qp->sq_sig_all ||
+	    (wqe->wr.send_flags & SROCE_SEND_SIGNALED))
+		sroce_send_cqe(qp, wqe, status);
+	if (wqe->is_rd && wqe->started)
+		qp->rd_out--;
+	if (qp->req_next == qp->sq.cons) {
+		/* Completed while the requester was about to resend it. */
+		qp->req_next++;
+		if (wqe->started &&
+		    sroce_psn_before_eq(qp->req_psn, wqe->last_psn))
+			qp->req_psn = sroce_psn_inc(wqe->last_psn);
+	}
+	qp->sq.cons++;
+	sroce_wq_publish_cons(&qp->sq);
+}
+
+/* A WQE failed: complete it with @status, then the QP enters ERR. */
+static void sroce_req_fail(struct sroce_qp *qp, struct sroce_swqe *wqe,
+			   enum ib_wc_status status)
+{
+	/* Everything before it has completed already: it is the head. */
+	sroce_complete_head(qp, wqe, status);
+	spin_lock(&qp->rq_lock);
+	sroce_qp_error_locked(qp);
+	spin_unlock(&qp->rq_lock);
+}
+
+/* ----------------------------------------------------------------- fetch */
+
+static u8 sroce_swqe_check(struct sroce_qp *qp, struct sroce_swqe *wqe)
+{
+	struct sroce_send_wqe *wr = &wqe->wr;
+	enum ib_qp_type type = qp->ibqp.qp_type;
+	const struct sroce_sge *sge = (const struct sroce_sge *)wqe->data;
+	u64 len = 0;
+	u32 i;
+
+	switch (wr->opcode) {
+	case IB_UVERBS_WR_SEND:
+	case IB_UVERBS_WR_SEND_WITH_IMM:
+		break;
+	case IB_UVERBS_WR_RDMA_WRITE:
+	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
+		if (type == IB_QPT_UD)
+			return IB_WC_LOC_QP_OP_ERR;
+		break;
+	case IB_UVERBS_WR_SEND_WITH_INV:
+	case IB_UVERBS_WR_RDMA_READ:
+	case IB_UVERBS_WR_ATOMIC_CMP_AND_SWP:
+	case IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD:
+		if (type != IB_QPT_RC)
+			return IB_WC_LOC_QP_OP_ERR;
+		break;
+	default:
+		return IB_WC_LOC_QP_OP_ERR;
+	}
+	wqe->is_rd = sroce_op_is_rd(wr->opcode);
+
+	if (wr->send_flags & SROCE_SEND_INLINE) {
+		if (wqe->is_rd || wr->inline_len > qp->sq.max_inline)
+			return IB_WC_LOC_QP_OP_ERR;
+		len = wr->inline_len;
+	} else {
+		if (wr->num_sge > qp->sq.max_sge)
+			return IB_WC_LOC_QP_OP_ERR;
+		for (i = 0; i < wr->num_sge; i++)
+			len += sge[i].length;
+	}
+	if (len > SROCE_MAX_MSG_SZ)
+		return IB_WC_LOC_LEN_ERR;
+	if (sroce_op_is_atomic(wr->opcode) && len != 8)
+		return IB_WC_LOC_LEN_ERR;
+	wqe->len = len;
+
+	if (type == IB_QPT_UD) {
+		if (len > (128u << sroce_port_mtu(qp->sdev)))
+			return IB_WC_LOC_LEN_ERR;
+		if (!sroce_ah_lookup(qp->sdev, qp->pd, wr->wr.ud.ah_num,
+				     &wqe->av))
+			return IB_WC_LOC_QP_OP_ERR;
+	}
+	return 0;
+}
+
+/*
+ * Copy the WQEs user space has published since the last look into kernel
+ * memory. Return false if user space broke the ring.
+ */
+static bool sroce_sq_fetch(struct sroce_qp *qp)
+{
+	struct sroce_wq *sq = &qp->sq;
+	bool broken = false;
+	u32 prod = sroce_wq_ring_prod(sq, &broken);
+
+	if (broken)
+		return false;
+	while (qp->fetched != prod) {
+		const u8 *slot = sq->slots + (size_t)(qp->fetched & (sq->entries - 1)) *
+				 sq->wqe_size;
+		struct sroce_swqe *wqe = sroce_swqe_at(qp, qp->fetched);
+		u32 room = sq->wqe_size - sizeof(wqe->wr), n;
+
+		memcpy(&wqe->wr, slot, sizeof(wqe->wr));
+		memset((u8 *)wqe + offsetof(struct sroce_swqe, av), 0,
+		       offsetof(struct sroce_swqe, data) -
+		       offsetof(struct sroce_swqe, av));
+		if (wqe->wr.send_flags & SROCE_SEND_INLINE)
+			n = min(wqe->wr.inline_len, room);
+		else
+			n = min_t(u32, wqe->wr.num_sge, room / sizeof(struct sroce_sge)) *
+			    sizeof(struct sroce_sge);
+		memcpy(wqe->data, slot + sizeof(wqe->wr), n);
+		wqe->status = sroce_swqe_check(qp, wqe);
+		qp->fetched++;
+	}
+	return true;
+}
+
+/* The ring is unusable: the QP goes to ERR with a fatal event. */
+static void sroce_sq_broken(struct sroce_qp *qp)
+{
+	struct ib_event ev = {
+		.device = qp->ibqp.device,
+		.element.qp = &qp->ibqp,
+		.event = IB_EVENT_QP_FATAL,
+	};
+
+	spin_lock(&qp->rq_lock);
+	sroce_qp_error_locked(qp);
+	spin_unlock(&qp->rq_lock);
+	if (qp->ibqp.event_handler)
+		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
+}
+
+/* Flush the whole send queue with IB_WC_WR_FLUSH_ERR (QP in ERR). */
+void sroce_sq_flush_locked(struct sroce_qp *qp)
+{
+	struct sroce_wq *sq = &qp->sq;
+	bool broken = false;
+	u32 prod;
+
+	if (!sq->hdr)
+		return;
+	while (sq->cons != qp->fetched) {
+		struct sroce_swqe *wqe = sroce_swqe_at(qp, sq->cons);
+
+		sroce_send_cqe(qp, wqe, IB_WC_WR_FLUSH_ERR);
+		sq->cons++;
+	}
+	prod = sroce_wq_ring_prod(sq, &broken);
+	while (!broken && sq->cons != prod) {
+		struct sroce_swqe *wqe = sroce_swqe_at(qp, sq->cons);
+
+		memcpy(&wqe->wr, sq->slots + (size_t)(sq->cons & (sq->entries - 1)) *
+		       sq->wqe_size, sizeof(wqe->wr));
+		wqe->len = 0;
+		sroce_send_cqe(qp, wqe, IB_WC_WR_FLUSH_ERR);
+		sq->cons++;
+	}
+	qp->fetched = sq->cons;
+	qp->req_next = sq->cons;
+	qp->rd_out = 0;
+	qp->rnr_wait = false;
+	sroce_wq_publish_cons(sq);
+	WRITE_ONCE(sq->hdr->sq_idle, 1);
+}
+
+/* RESET: forget every WQE, posted or in progress; no completions. */
+void sroce_req_reset_locked(struct sroce_qp *qp)
+{
+	struct sroce_wq *sq = &qp->sq;
+	bool broken = false;
+	u32 prod;
+
+	del_timer(&qp->retry_timer);
+	del_timer(&qp->rnr_timer);
+	if (!sq->hdr)
+		return;
+	prod = sroce_wq_ring_prod(sq, &broken);
+	sq->cons = broken ? qp->fetched : prod;
+	qp->fetched = sq->cons;
+	qp->req_next = sq->cons;
+	qp->rd_out = 0;
+	qp->rnr_wait = false;
+	qp->req_psn = 0;
+	qp->comp_psn = 0;
+	sroce_wq_publish_cons(sq);
+	WRITE_ONCE(sq->hdr->sq_idle, 1);
+}
+
+/* --------------------------------------------------------------- gather */
+
+/*
+ * Copy @len bytes at message offset @off between the WQE's local buffers
+ * (SGE list or inline data) and @buf. Return 0 or a completion status.
+ */
+static int sroce_sge_copy(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 off,
+			  u8 *buf, u32 len, enum sroce_copy_dir dir)
+{
+	const struct sroce_sge *sge = (const struct sroce_sge *)wqe->data;
+	int access = dir == SROCE_COPY_TO_MR ? IB_ACCESS_LOCAL_WRITE : 0;
+	u32 i;
+
+	if (wqe->wr.send_flags & SROCE_SEND_INLINE) {
+		memcpy(buf, wqe->data + off, len);
+		return 0;
+	}
+	for (i = 0; i < wqe->wr.num_sge && len; i++) {
+		struct sroce_mr *mr;
+		u32 n;
+		int err;
+
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		n = min(len, sge[i].length - off);
+		mr = sroce_mr_get(qp->sdev, qp->pd, sge[i].lkey, SROCE_KEY_LOCAL,
+				  access, sge[i].addr + off, n);
+		if (IS_ERR(mr))
+			return IB_WC_LOC_PROT_ERR;
+		err = sroce_mr_copy(mr, sge[i].addr + off, buf, n, dir);
+		sroce_mr_put(mr);
+		if (err)
+			return IB_WC_LOC_PROT_ERR;
+		buf += n;
+		len -= n;
+		off = 0;
+	}
+	return len ? IB_WC_LOC_LEN_ERR : 0;
+}
+
+/* ---------------------------------------------------------------- build */
+
+/* Opcode of packet k of n of a SEND or WRITE on an RC or UC QP. */
+static u8 sroce_req_opcode(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 k)
+{
+	u32 op = wqe->wr.opcode;
+	bool first = k == 0, last = k == wqe->npkts - 1;
+	u8 base = qp->ibqp.qp_type == IB_QPT_UC ? 0x20 : 0x00;
+	u8 code;
+
+	if (qp->ibqp.qp_type == IB_QPT_UD)
+		return op == IB_UVERBS_WR_SEND_WITH_IMM ?
+		       SROCE_OP_UD_SEND_ONLY_WITH_IMMEDIATE :
+		       SROCE_OP_UD_SEND_ONLY;
+
+	switch (op) {
+	case IB_UVERBS_WR_RDMA_READ:
+		return SROCE_OP_RC_RDMA_READ_REQUEST;
+	case IB_UVERBS_WR_ATOMIC_CMP_AND_SWP:
+		return SROCE_OP_RC_COMPARE_SWAP;
+	case IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD:
+		return SROCE_OP_RC_FETCH_ADD;
+	case IB_UVERBS_WR_RDMA_WRITE:
+	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
+		if (first && last)
+			code = op == IB_UVERBS_WR_RDMA_WRITE ?
+			       SROCE_OP_RC_RDMA_WRITE_ONLY :
+			       SROCE_OP_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE;
+		else if (first)
+			code = SROCE_OP_RC_RDMA_WRITE_FIRST;
+		else if (last)
+			code = op == IB_UVERBS_WR_RDMA_WRITE ?
+			       SROCE_OP_RC_RDMA_WRITE_LAST :
+			       SROCE_OP_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE;
+		else
+			code = SROCE_OP_RC_RDMA_WRITE_MIDDLE;
+		return base + code;
+	default:	/* SEND, SEND_WITH_IMM, SEND_WITH_INV */
+		if (first && last)
+			code = op == IB_UVERBS_WR_SEND ? SROCE_OP_RC_SEND_ONLY :
+			       op == IB_UVERBS_WR_SEND_WITH_IMM ?
+			       SROCE_OP_RC_SEND_ONLY_WITH_IMMEDIATE :
+			       SROCE_OP_RC_SEND_ONLY_WITH_INVALIDATE;
+		else if (first)
+			code = SROCE_OP_RC_SEND_FIRST;
+		else if (last)
+			code = op == IB_UVERBS_WR_SEND ? SROCE_OP_RC_SEND_LAST :
+			       op == IB_UVERBS_WR_SEND_WITH_IMM ?
+			       SROCE_OP_RC_SEND_LAST_WITH_IMMEDIATE :
+			       SROCE_OP_RC_SEND_LAST_WITH_INVALIDATE;
+		else
+			code = SROCE_OP_RC_SEND_MIDDLE;
+		return base + code;
+	}
+}
+
+/*
+ * Build and send the packet of @wqe at PSN @psn. Return 0 (also when the
+ * network layer could not take it: that is a lost packet), or a completion
+ * status for a local error.
+ */
+static int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe,
+			      u32 psn, bool *ackreq)
+{
+	const struct sroce_av *av = qp->ibqp.qp_type == IB_QPT_UD ? &wqe->av :
+								   &qp->av;
+	u32 k = sroce_psn_fwd(psn, wqe->first_psn);
+	const struct sroce_opcode_info *oi;
+	struct sroce_txpkt tp;
+	u32 off = 0, plen = 0, dqpn;
+	u16 sport = qp->sport;
+	u8 opcode;
+	int st;
+
+	opcode = sroce_req_opcode(qp, wqe, k);
+	oi = sroce_opcode_lookup(opcode);
+
+	if (oi->kind == SROCE_KIND_SEND || oi->kind == SROCE_KIND_WRITE) {
+		off = k * qp->mtu;
+		plen = min(qp->mtu, wqe->len - off);
+		if (qp->ibqp.qp_type == IB_QPT_UD)
+			plen = wqe->len;
+	}
+
+	if (sroce_tx_alloc(qp->sdev, av, oi->hdr_len, plen, &tp))
+		return 0;	/* no memory: like a lost packet */
+
+	if (plen) {
+		st = sroce_sge_copy(qp, wqe, off, tp.payload, plen,
+				    SROCE_COPY_FROM_MR);
+		if (st) {
+			kfree_skb(tp.skb);
+			return st;
+		}
+	}
+
+	dqpn = qp->dest_qpn;
+	if (qp->ibqp.qp_type == IB_QPT_UD) {
+		struct sroce_deth deth = {
+			.qkey = (wqe->wr.wr.ud.remote_qkey & 0x80000000u) ?
+				qp->qkey : wqe->wr.wr.ud.remote_qkey,
+			.sqpn = qp->ibqp.qp_num,
+		};
+
+		dqpn = wqe->wr.wr.ud.remote_qpn & SROCE_QPN_MASK;
+		sport = rdma_get_udp_sport(av->flow_label, qp->ibqp.qp_num, dqpn);
+		sroce_deth_encode(tp.bth + sroce_opcode_hdr_off(oi, SROCE_HDR_DETH),
+				  &deth);
+	}
+	if (sroce_opcode_has(oi, SROCE_HDR_RETH)) {
+		struct sroce_reth reth = {
+			.va = wqe->wr.wr.rdma.remote_addr,
+			.rkey = wqe->wr.wr.rdma.rkey,
+			.len = wqe->len,
+		};
+
+		if (oi->kind == SROCE_KIND_READ_REQ) {
+			/* Possibly resumed after lost responses. */
+			u32 done = k * qp->mtu;
+
+			reth.va += done;
+			reth.len -= done;
+		}
+		sroce_reth_encode(tp.bth + sroce_opcode_hdr_off(oi, SROCE_HDR_RETH),
+				  &reth);
+	}
+	if (sroce_opcode_has(oi, SROCE_HDR_ATOMICETH)) {
+		struct sroce_atomiceth a = {
+			.va = wqe->wr.wr.atomic.remote_addr,
+			.rkey = wqe->wr.wr.atomic.rkey,
+			.swap_add = wqe->wr.opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ?
+				    wqe->wr.wr.atomic.swap :
+				    wqe->wr.wr.atomic.compare_add,
+			.compare = wqe->wr.wr.atomic.compare_add,
+		};
+
+		sroce_atomiceth_encode(tp.bth + sroce_opcode_hdr_off(oi, SROCE_HDR_ATOMICETH),
+				       &a);
+	}
+	if (sroce_opcode_has(oi, SROCE_HDR_IMMDT))
+		memcpy(tp.bth + sroce_opcode_hdr_off(oi, SROCE_HDR_IMMDT),
+		       &wqe->wr.imm_data, 4);	/* already in wire order */
+	if (sroce_opcode_has(oi, SROCE_HDR_IETH))
+		sroce_ieth_set_rkey(tp.bth + sroce_opcode_hdr_off(oi, SROCE_HDR_IETH),
+				    wqe->wr.imm_data);
+
+	sroce_bth_set_opcode(tp.bth, opcode);
+	tp.bth[2] = 0xff;	/* default P_Key */
+	tp.bth[3] = 0xff;
+	sroce_bth_set_dqpn(tp.bth, dqpn);
+	sroce_bth_set_psn(tp.bth, psn);
+	if ((oi->flags & SROCE_OPF_END) &&
+	    (wqe->wr.send_flags & SROCE_SEND_SOLICITED))
+		sroce_bth_set_se(tp.bth, true);
+	if (qp->ibqp.qp_type == IB_QPT_RC &&
+	    ((oi->flags & SROCE_OPF_END) || *ackreq ||
+	     ((psn + 1) % SROCE_ACKREQ_EVERY) == 0))
+		sroce_bth_set_ackreq(tp.bth, true);
+
+	sroce_tx_send(qp->sdev, av, sport, &tp);
+	return 0;
+}
+
+/* -------------------------------------------------------------- requester */
+
+static void sroce_retry_arm(struct sroce_qp *qp)
+{
+	u64 ns = sroce_ack_timeout_ns(qp->timeout);
+
+	if (!ns || qp->dead)
+		return;
+	/* At least a few ms: timer and scheduling granularity. */
+	mod_timer(&qp->retry_timer, jiffies + max_t(unsigned long,
+					nsecs_to_jiffies(ns), msecs_to_jiffies(4)));
+}
+
+static void sroce_req_defer(struct sroce_qp *qp)
+{
+	if (!qp->dead)
+		queue_work(system_highpri_wq, &qp->req_work);
+}
+
+/* Run the requester with sq_lock held. */
+static void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
+{
+	enum ib_qp_type type = qp->ibqp.qp_type;
+	struct sroce_wq *sq = &qp->sq;
+
+	if (qp->dead || !sq->hdr)
+		return;
+	if (qp->state == IB_QPS_ERR) {
+		sroce_sq_flush_locked(qp);
+		return;
+	}
+	if (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD) {
+		WRITE_ONCE(sq->hdr->sq_idle, 1);
+		return;
+	}
+	WRITE_ONCE(sq->hdr->sq_idle, 0);
+
+	for (;;) {
+		struct sroce_swqe *wqe;
+		bool ackreq = false;
+		u32 k;
+		int st;
+
+		if (qp->req_next == qp->fetched) {
+			if (!sroce_sq_fetch(qp)) {
+				sroce_sq_broken(qp);
+				return;
+			}
+			if (qp->req_next == qp->fetched) {
+				/* Idle; then make sure no post slipped in. */
+				WRITE_ONCE(sq->hdr->sq_idle, 1);
+				smp_mb();
+				if (READ_ONCE(sq->hdr->producer) == qp->fetched)
+					return;
+				WRITE_ONCE(sq->hdr->sq_idle, 0);
+				continue;
+			}
+		}
+		wqe = sroce_swqe_at(qp, qp->req_next);
+
+		if (wqe->status) {
+			/* Fails once everything before it has completed. */
+			if (qp->req_next == sq->cons)
+				sroce_req_fail(qp, wqe, wqe->status);
+			return;
+		}
+		if (qp->rnr_wait)
+			return;
+		if (!wqe->started) {
+			if (qp->state == IB_QPS_SQD)
+				return;
+			if (wqe->is_rd &&
+			    qp->rd_out >= max_t(u32, qp->max_rd_atomic, 1))
+				return;
+			if ((wqe->wr.send_flags & SROCE_SEND_FENCE) &&
+			    qp->rd_out)
+				return;
+			if (type == IB_QPT_RC &&
+			    sroce_psn_fwd(qp->req_psn, qp->comp_psn) >= SROCE_MAX_UNACKED)
+				return;
+			if (type == IB_QPT_UD || wqe->wr.opcode ==
+						 IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
+			    wqe->wr.opcode == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD)
+				wqe->npkts = 1;
+			else
+				wqe->npkts = max_t(u32, 1, DIV_ROUND_UP(wqe->len,
+								       qp->mtu));
+			wqe->first_psn = qp->req_psn;
+			wqe->last_psn = sroce_psn_add(wqe->first_psn,
+						      wqe->npkts - 1);
+			wqe->started = true;
+			if (wqe->is_rd)
+				qp->rd_out++;
+		} else if (type == IB_QPT_RC &&
+			   sroce_psn_fwd(qp->req_psn, qp->comp_psn) >= SROCE_MAX_UNACKED &&
+			   wqe->wr.opcode != IB_UVERBS_WR_RDMA_READ) {
+			return;
+		}
+
+		k = sroce_psn_fwd(qp->req_psn, wqe->first_psn);
+		wqe->resume_psn = qp->req_psn;
+		if (type == IB_QPT_RC &&
+		    sroce_psn_fwd(qp->req_psn, qp->comp_psn) + 1 >= SROCE_MAX_UNACKED)
+			ackreq = true;
+		st = sroce_req_send_pkt(qp, wqe, qp->req_psn, &ackreq);
+		if (st) {
+			if (qp->req_next == sq->cons)
+				sroce_req_fail(qp, wqe, st);
+			else
+				wqe->status = st;
+			return;
+		}
+
+		if (wqe->wr.opcode == IB_UVERBS_WR_RDMA_READ) {
+			qp->req_psn = sroce_psn_inc(wqe->last_psn);
+			k = wqe->npkts - 1;
+		} else {
+			qp->req_psn = sroce_psn_inc(qp->req_psn);
+		}
+		if (type == IB_QPT_RC && !timer_pending(&qp->retry_timer))
+			sroce_retry_arm(qp);
+
+		if (k == wqe->npkts - 1) {
+			qp->req_next++;
+			if (type != IB_QPT_RC) {
+				/* UC, UD: done once sent. */
+				qp->comp_psn = qp->req_psn;
+				sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
+			}
+		}
+		if (!--budget) {
+			sroce_req_defer(qp);
+			return;
+		}
+	}
+}
+
+void sroce_req_run(struct sroce_qp *qp, unsigned int budget)
+{
+	spin_lock_bh(&qp->sq_lock);
+	sroce_req_run_locked(qp, budget);
+	spin_unlock_bh(&qp->sq_lock);
+}
+
+void sroce_req_kick(struct sroce_qp *qp)
+{
+	sroce_req_run(qp, SROCE_REQ_BUDGET);
+}
+
+void sroce_req_work(struct work_struct *work)
+{
+	struct sroce_qp *qp = container_of(work, struct sroce_qp, req_work);
+
+	sroce_req_run(qp, SROCE_REQ_BUDGET * 4);
+	cond_resched();
+}
+
+/* The doorbell: uverbs POST_SEND with no work requests. */
+int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr)
+{
+	struct sroce_qp *qp = to_sqp(ibqp);
+
+	if (wr) {
+		*bad_wr = wr;
+		return -EOPNOTSUPP;	/* kernel QPs: not yet */
+	}
+	if (READ_ONCE(qp->state) == IB_QPS_ERR) {
+		/* Flush both queues, receives posted since included. */
+		sroce_qp_error(qp);
+		return 0;
+	}
+	sroce_req_kick(qp);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- rewind */
+
+/* Resend from @psn: find the WQE it belongs to. */
+static void sroce_go_back(struct sroce_qp *qp, u32 psn)
+{
+	u32 i;
+
+	for (i = qp->sq.cons; i != qp->fetched; i++) {
+		struct sroce_swqe *wqe = sroce_swqe_at(qp, i);
+
+		if (!wqe->started)
+			break;
+		if (sroce_psn_in_range(psn, wqe->first_psn, wqe->last_psn)) {
+			if (wqe->wr.opcode == IB_UVERBS_WR_RDMA_READ)
+				/* Ask again for what has not arrived. */
+				psn = sroce_psn_add(wqe->first_psn,
+						    wqe->read_done / qp->mtu);
+			qp->req_next = i;
+			qp->req_psn = psn;
+			return;
+		}
+	}
+}
+
+/* ------------------------------------------------------------- completer */
+
+/*
+ * Complete the WQEs an ACK (or a response) for PSN @psn acknowledges. A
+ * READ or atomic the ACK covers without its response having arrived had its
+ * response lost: rewind to it. Return true if anything completed.
+ */
+static bool sroce_comp_ack_upto(struct sroce_qp *qp, u32 psn)
+{
+	bool progress = false;
+
+	while (qp->sq.cons != qp->fetched) {
+		struct sroce_swqe *wqe = sroce_swqe_at(qp, qp->sq.cons);
+
+		if (!wqe->started)
+			break;
+		if (sroce_psn_before(psn, wqe->last_psn) && !wqe->is_rd)
+			break;
+		if (wqe->is_rd) {
+			if (sroce_psn_after_eq(psn, wqe->first_psn))
+				sroce_go_back(qp, wqe->first_psn);
+			break;
+		}
+		sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
+		progress = true;
+	}
+	if (sroce_psn_after(sroce_psn_inc(psn), qp->comp_psn) &&
+	    sroce_psn_before_eq(sroce_psn_inc(psn), qp->req_psn))
+		qp->comp_psn = sroce_psn_inc(psn);
+	return progress;
+}
+
+static void sroce_comp_progress(struct sroce_qp *qp)
+{
+	qp->retry_left = qp->retry_cnt;
+	if (qp->comp_psn == qp->req_psn)
+		del_timer(&qp->retry_timer);
+	else
+		sroce_retry_arm(qp);
+}
+
+/* The WQE a PSN belongs to, or NULL. */
+static struct sroce_swqe *sroce_wqe_by_psn(struct sroce_qp *qp, u32 psn)
+{
+	u32 i;
+
+	for (i = qp->sq.cons; i != qp->fetched; i++) {
+		struct sroce_swqe *wqe = sroce_swqe_at(qp, i);
+
+		if (!wqe->started)
+			break;
+		if (sroce_psn_in_range(psn, wqe->first_psn, wqe->last_psn))
+			return wqe;
+	}
+	return NULL;
+}
+
+/* A NAK other than sequence error: the WQE at @psn fails. */
+static void sroce_comp_nak_fatal(struct sroce_qp *qp, u32 psn,
+				 enum ib_wc_status status)
+{
+	struct sroce_swqe *wqe;
+
+	sroce_comp_ack_upto(qp, sroce_psn_add(psn, SROCE_PSN_MAX));
+	wqe = sroce_wqe_by_psn(qp, psn);
+	if (!wqe || wqe != sroce_swqe_at(qp, qp->sq.cons))
+		return;		/* not for the oldest WQE: stale */
+	sroce_req_fail(qp, wqe, status);
+}
+
+static void sroce_comp_read_resp(struct sroce_qp *qp, const u8 *ip,
+				 const struct sroce_pkt *pkt, u32 psn)
+{
+	struct sroce_swqe *wqe;
+	u32 expect, k, want;
+	u8 pos = pkt->info->pos;
+	bool last;
+	int st;
+
+	/* Implicitly acknowledges what came before the READ. */
+	sroce_comp_ack_upto(qp, sroce_psn_add(psn, SROCE_PSN_MAX));
+	if (qp->sq.cons == qp->fetched)
+		return;
+	wqe = sroce_swqe_at(qp, qp->sq.cons);
+	if (!wqe->started || wqe->wr.opcode != IB_UVERBS_WR_RDMA_READ ||
+	    !sroce_psn_in_range(psn, wqe->first_psn, wqe->last_psn))
+		return;		/* stale or duplicate */
+	expect = sroce_psn_add(wqe->first_psn, wqe->read_done / qp->mtu);
+	if (psn != expect) {
+		if (sroce_psn_after(psn, expect)) {
+			/* Responses lost: ask again from the missing one. */
+			sroce_go_back(qp, expect);
+		}
+		return;
+	}
+	/*
+	 * Responses to a re-issued request start over with FIRST or ONLY,
+	 * while those of the original one may still be arriving: accept
+	 * either numbering, but the last response must say it is the last.
+	 */
+	k = sroce_psn_fwd(psn, wqe->first_psn);
+	want = min(qp->mtu, wqe->len - wqe->read_done);
+	last = k == wqe->npkts - 1;
+	if (last != (pos == SROCE_POS_LAST || pos == SROCE_POS_ONLY) ||
+	    pkt->payload_len != want) {
+		sroce_req_fail(qp, wqe, IB_WC_BAD_RESP_ERR);
+		return;
+	}
+	if (want) {
+		st = sroce_sge_copy(qp, wqe, wqe->read_done,
+				    (u8 *)ip + pkt->payload_off, want,
+				    SROCE_COPY_TO_MR);
+		if (st) {
+			sroce_req_fail(qp, wqe, st);
+			return;
+		}
+	}
+	wqe->read_done += want;
+	qp->comp_psn = sroce_psn_inc(psn);
+	if (k == wqe->npkts - 1)
+		sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
+	sroce_comp_progress(qp);
+}
+
+static void sroce_comp_atomic_ack(struct sroce_qp *qp, const u8 *ip,
+				  const struct sroce_pkt *pkt, u32 psn)
+{
+	struct sroce_swqe *wqe;
+	u64 orig;
+	int st;
+
+	sroce_comp_ack_upto(qp, sroce_psn_add(psn, SROCE_PSN_MAX));
+	if (qp->sq.cons == qp->fetched)
+		return;
+	wqe = sroce_swqe_at(qp, qp->sq.cons);
+	if (!wqe->started || !sroce_op_is_atomic(wqe->wr.opcode) ||
+	    wqe->first_psn != psn)
+		return;
+	orig = sroce_atomicacketh_orig(ip + pkt->hdr_off[SROCE_HDR_ATOMICACKETH]);
+	st = sroce_sge_copy(qp, wqe, 0, (u8 *)&orig, sizeof(orig),
+			    SROCE_COPY_TO_MR);
+	if (st) {
+		sroce_req_fail(qp, wqe, st);
+		return;
+	}
+	qp->comp_psn = sroce_psn_inc(psn);
+	sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
+	sroce_comp_progress(qp);
+}
+
+static void sroce_rnr_arm(struct sroce_qp *qp, unsigned int code)
+{
+	u32 us = sroce_rnr_timer_us(code);
+
+	qp->rnr_wait = true;
+	if (!qp->dead)
+		mod_timer(&qp->rnr_timer, jiffies + max_t(unsigned long,
+						usecs_to_jiffies(us), 1));
+}
+
+static void sroce_comp_aeth(struct sroce_qp *qp, u8 syn, u32 psn)
+{
+	struct sroce_dev *sdev = qp->sdev;
+	struct sroce_swqe *wqe;
+	u32 prev = sroce_psn_add(psn, SROCE_PSN_MAX);	/* psn - 1 */
+
+	switch (sroce_aeth_syn_type(syn)) {
+	case SROCE_AETH_ACK:
+		if (sroce_comp_ack_upto(qp, psn))
+			sroce_comp_progress(qp);
+		else if (qp->comp_psn == qp->req_psn)
+			del_timer(&qp->retry_timer);
+		break;
+	case SROCE_AETH_RNR_NAK:
+		sroce_cnt_inc(sdev, SROCE_CNT_RNR_NAK_RCVD);
+		sroce_comp_ack_upto(qp, prev);
+		wqe = sroce_wqe_by_psn(qp, psn);
+		if (!wqe)
+			break;
+		if (!qp->rnr_left) {
+			if (wqe == sroce_swqe_at(qp, qp->sq.cons))
+				sroce_req_fail(qp, wqe, IB_WC_RNR_RETRY_EXC_ERR);
+			break;
+		}
+		if (qp->rnr_retry != 7)
+			qp->rnr_left--;
+		sroce_go_back(qp, psn);
+		del_timer(&qp->retry_timer);
+		sroce_rnr_arm(qp, sroce_aeth_syn_value(syn));
+		break;
+	case SROCE_AETH_NAK:
+		switch (sroce_aeth_syn_value(syn)) {
+		case SROCE_NAK_PSN_SEQ_ERROR:
+			sroce_cnt_inc(sdev, SROCE_CNT_SEQ_NAK_RCVD);
+			if (!sroce_comp_ack_upto(qp, prev) && psn == qp->comp_psn) {
+				if (!qp->retry_left) {
+					wqe = sroce_wqe_by_psn(qp, psn);
+					if (wqe && wqe == sroce_swqe_at(qp, qp->sq.cons))
+						sroce_req_fail(qp, wqe,
+							       IB_WC_RETRY_EXC_ERR);
+					break;
+				}
+				qp->retry_left--;
+			}
+			sroce_go_back(qp, psn);
+			sroce_retry_arm(qp);
+			break;
+		case SROCE_NAK_INVALID_REQUEST:
+			sroce_comp_nak_fatal(qp, psn, IB_WC_REM_INV_REQ_ERR);
+			break;
+		case SROCE_NAK_REMOTE_ACCESS_ERROR:
+			sroce_comp_nak_fatal(qp, psn, IB_WC_REM_ACCESS_ERR);
+			break;
+		case SROCE_NAK_REMOTE_OP_ERROR:
+			sroce_comp_nak_fatal(qp, psn, IB_WC_REM_OP_ERR);
+			break;
+		default:
+			sroce_comp_nak_fatal(qp, psn, IB_WC_REM_INV_RD_REQ_ERR);
+			break;
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+/* A response (ACK, READ response, atomic ACK) arrived for @qp. Softirq. */
+void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
+		    const struct sroce_pkt *pkt)
+{
+	const u8 *ip = skb_network_header(skb);
+	const u8 *bth = ip + pkt->bth_off;
+	u32 psn = sroce_bth_psn(bth);
+	u8 syn = 0;
+
+	spin_lock_bh(&qp->sq_lock);
+	if (qp->ibqp.qp_type != IB_QPT_RC || qp->dead ||
+	    (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD) ||
+	    !sroce_psn_before(psn, qp->req_psn) ||
+	    sroce_psn_fwd(qp->req_psn, psn) > SROCE_PSN_HALF) {
+		spin_unlock_bh(&qp->sq_lock);
+		sroce_cnt_inc(qp->sdev, SROCE_CNT_RX_STALE);
+		kfree_skb(skb);
+		return;
+	}
+	if (pkt->hdr_off[SROCE_HDR_AETH])
+		syn = ip[pkt->hdr_off[SROCE_HDR_AETH]];
+
+	switch (pkt->info->kind) {
+	case SROCE_KIND_ACK:
+		sroce_comp_aeth(qp, syn, psn);
+		break;
+	case SROCE_KIND_READ_RESP:
+		if (pkt->hdr_off[SROCE_HDR_AETH] &&
+		    sroce_aeth_syn_type(syn) != SROCE_AETH_ACK)
+			sroce_comp_aeth(qp, syn, psn);
+		else
+			sroce_comp_read_resp(qp, ip, pkt, psn);
+		break;
+	case SROCE_KIND_ATOMIC_ACK:
+		sroce_comp_atomic_ack(qp, ip, pkt, psn);
+		break;
+	default:
+		break;
+	}
+
+	if (qp->state == IB_QPS_SQD && qp->sq.cons == qp->req_next &&
+	    qp->sqd_notify && qp->ibqp.event_handler) {
+		struct ib_event ev = {
+			.device = qp->ibqp.device,
+			.element.qp = &qp->ibqp,
+			.event = IB_EVENT_SQ_DRAINED,
+		};
+
+		qp->sqd_notify = false;
+		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
+	}
+	sroce_req_run_locked(qp, SROCE_REQ_BUDGET);
+	spin_unlock_bh(&qp->sq_lock);
+	consume_skb(skb);
+}
+
+/* ----------------------------------------------------------------- timers */
+
+void sroce_retry_timer(struct timer_list *t)
+{
+	struct sroce_qp *qp = from_timer(qp, t, retry_timer);
+	struct sroce_swqe *wqe;
+
+	spin_lock_bh(&qp->sq_lock);
+	if (qp->dead || qp->ibqp.qp_type != IB_QPT_RC ||
+	    (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD) ||
+	    qp->comp_psn == qp->req_psn || qp->rnr_wait)
+		goto out;
+	sroce_cnt_inc(qp->sdev, SROCE_CNT_RETRY);
+	if (!qp->retry_left) {
+		if (qp->sq.cons != qp->fetched) {
+			wqe = sroce_swqe_at(qp, qp->sq.cons);
+			sroce_req_fail(qp, wqe, IB_WC_RETRY_EXC_ERR);
+		}
+		goto out;
+	}
+	qp->retry_left--;
+	sroce_go_back(qp, qp->comp_psn);
+	sroce_retry_arm(qp);
+	sroce_req_run_locked(qp, SROCE_REQ_BUDGET);
+out:
+	spin_unlock_bh(&qp->sq_lock);
+}
+
+void sroce_rnr_timer(struct timer_list *t)
+{
+	struct sroce_qp *qp = from_timer(qp, t, rnr_timer);
+
+	spin_lock_bh(&qp->sq_lock);
+	qp->rnr_wait = false;
+	if (!qp->dead) {
+		sroce_retry_arm(qp);
+		sroce_req_run_locked(qp, SROCE_REQ_BUDGET);
+	}
+	spin_unlock_bh(&qp->sq_lock);
+}

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sroce - shared receive queues.
+ *
+ * An SRQ is a receive ring (layout in sroce-abi.h) shared by the QPs created
+ * on it. User space posts into it without system calls; responders of any of
+ * those QPs take WQEs under srq->lock. The limit event (IB_EVENT_SRQ_LIMIT_REACHED)
+ * fires once when, after a WQE was taken, fewer than srq_limit WQEs are left;
+ * modify_srq with IB_SRQ_LIMIT arms it again. Resizing (IB_SRQ_MAX_WR) is
+ * not supported: EOPNOTSUPP. Kernel SRQs are not offered yet.
+ */
+
+#include <linux/log2.h>
+#include <linux/slab.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "sroce.h"
+
+static_assert(sizeof(struct sroce_create_srq_resp) == 32);
+
+int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		     struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibsrq->device);
+	struct sroce_srq *srq = to_ssrq(ibsrq);
+	struct sroce_create_srq_resp resp = {};
+	struct ib_srq_attr *attr = &init->attr;
+	struct sroce_ucontext *uctx;
+	struct sroce_wq *wq = &srq->wq;
+	u32 entries;
+	int err;
+
+	if (!udata)
+		return -EOPNOTSUPP;
+	if (udata->outlen < sizeof(resp))
+		return -EINVAL;
+	if (init->srq_type != IB_SRQT_BASIC)
+		return -EOPNOTSUPP;
+	if (!attr->max_wr || attr->max_wr > SROCE_MAX_SRQ_WR ||
+	    attr->max_sge > SROCE_MAX_SRQ_SGE)
+		return -EINVAL;
+	entries = roundup_pow_of_two(attr->max_wr);
+	if (attr->srq_limit > entries)
+		return -EINVAL;
+	if (atomic_inc_return(&sdev->num_srq) > SROCE_MAX_SRQ) {
+		err = -ENOMEM;
+		goto err_count;
+	}
+
+	uctx = rdma_udata_to_drv_context(udata, struct sroce_ucontext, ibuc);
+	srq->pd = to_spd(ibsrq->pd);
+	spin_lock_init(&srq->lock);
+	srq->limit = attr->srq_limit;
+
+	wq->entries = entries;
+	wq->wqe_size = sroce_srq_wqe_size(attr->max_sge);
+	wq->max_sge = min_t(u32, (wq->wqe_size - sizeof(struct sroce_recv_wqe)) /
+				 sizeof(struct sroce_sge), SROCE_MAX_SRQ_SGE);
+	wq->mentry = sroce_mmap_alloc(&uctx->ibuc, SROCE_WQ_SLOTS_OFF +
+				      (size_t)entries * wq->wqe_size);
+	if (IS_ERR(wq->mentry)) {
+		err = PTR_ERR(wq->mentry);
+		goto err_count;
+	}
+	wq->hdr = wq->mentry->vaddr;
+	wq->slots = (u8 *)wq->mentry->vaddr + SROCE_WQ_SLOTS_OFF;
+
+	attr->max_wr = entries;
+	attr->max_sge = wq->max_sge;
+
+	resp.mmap_offset = sroce_mmap_offset(wq->mentry);
+	resp.mmap_size = wq->mentry->size;
+	resp.entries = entries;
+	resp.wqe_size = wq->wqe_size;
+	resp.srqn = 0;
+	err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+	if (err)
+		goto err_ring;
+	return 0;
+
+err_ring:
+	sroce_mmap_remove(wq->mentry);
+err_count:
+	atomic_dec(&sdev->num_srq);
+	return err;
+}
+
+int sroce_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		     enum ib_srq_attr_mask mask, struct ib_udata *udata)
+{
+	struct sroce_srq *srq = to_ssrq(ibsrq);
+
+	if (udata && udata->inlen &&
+	    !ib_is_udata_cleared(udata, 0, udata->inlen))
+		return -EOPNOTSUPP;
+	if (mask & ~(IB_SRQ_MAX_WR | IB_SRQ_LIMIT))
+		return -EINVAL;
+	if (mask & IB_SRQ_MAX_WR)
+		return -EOPNOTSUPP;
+	if (mask & IB_SRQ_LIMIT) {
+		if (attr->srq_limit > srq->wq.entries)
+			return -EINVAL;
+		spin_lock_bh(&srq->lock);
+		srq->limit = attr->srq_limit;
+		spin_unlock_bh(&srq->lock);
+	}
+	return 0;
+}
+
+int sroce_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
+{
+	struct sroce_srq *srq = to_ssrq(ibsrq);
+
+	spin_lock_bh(&srq->lock);
+	attr->max_wr = srq->wq.entries;
+	attr->max_sge = srq->wq.max_sge;
+	attr->srq_limit = srq->limit;
+	spin_unlock_bh(&srq->lock);
+	return 0;
+}
+
+int sroce_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
+{
+	struct sroce_srq *srq = to_ssrq(ibsrq);
+
+	/* ib_core destroys the QPs on an SRQ first. */
+	sroce_mmap_remove(srq->wq.mentry);
+	atomic_dec(&to_sdev(ibsrq->device)->num_srq);
+	return 0;
+}
+
+/**
+ * sroce_srq_take - take the next receive WQE of an SRQ
+ * @srq: the SRQ
+ * @buf: receives a copy of the WQE slot
+ * @bufsize: bytes of @buf, at least the SRQ's WQE size
+ *
+ * Callable from softirq.
+ *
+ * Return: 0, -ENOSPC if the SRQ is empty, -EIO if user space broke the ring.
+ */
+int sroce_srq_take(struct sroce_srq *srq, void *buf, u32 bufsize)
+{
+	struct sroce_wq *wq = &srq->wq;
+	bool broken = false, event = false;
+	unsigned long flags;
+	u32 prod;
+	int err = 0;
+
+	spin_lock_irqsave(&srq->lock, flags);
+	prod = sroce_wq_ring_prod(wq, &broken);
+	if (broken) {
+		err = -EIO;
+	} else if (prod == wq->cons) {
+		err = -ENOSPC;
+	} else {
+		memcpy(buf, wq->slots + (size_t)(wq->cons & (wq->entries - 1)) *
+			    wq->wqe_size, min(bufsize, wq->wqe_size));
+		wq->cons++;
+		sroce_wq_publish_cons(wq);
+		if (srq->limit && prod - wq->cons < srq->limit) {
+			srq->limit = 0;
+			event = true;
+		}
+	}
+	spin_unlock_irqrestore(&srq->lock, flags);
+
+	if (event && srq->ibsrq.event_handler) {
+		struct ib_event ev = {
+			.device = srq->ibsrq.device,
+			.element.srq = &srq->ibsrq,
+			.event = IB_EVENT_SRQ_LIMIT_REACHED,
+		};
+
+		srq->ibsrq.event_handler(&ev, srq->ibsrq.srq_context);
+	}
+	return err;
+}
