@@ -268,6 +268,8 @@ static int sroce_udp_encap_rcv(struct sock *sk, struct sk_buff *skb)
 
 /* ---------------------------------------------------------------- transmit */
 
+#define SROCE_LO_QUEUE_MAX	2048	/* looped-back packets not yet received */
+
 /*
  * Packets are built linear: headroom for the link layer, IP and UDP headers,
  * BTH and extension headers, payload, pad and ICRC. The caller fills in the
@@ -298,7 +300,54 @@ int sroce_tx_alloc(struct sroce_dev *sdev, const struct sroce_av *av,
 	skb_put_zero(skb, pad + SROCE_ICRC_LEN);
 	sroce_bth_set_pad(tp->bth, pad);
 	tp->skb = skb;
+	tp->qp = NULL;
 	return 0;
+}
+
+/*
+ * Back-pressure. Queues between us and the wire (qdisc, driver ring) drop
+ * when they overflow, and fq_codel does so without telling the sender, so
+ * every QP limits its packets in flight: the skb destructor counts them
+ * down. It runs in softirq or process context and never after destroy_qp
+ * has seen the count reach zero (the decrement is its last access).
+ */
+static void sroce_tx_destructor(struct sk_buff *skb)
+{
+	struct sroce_qp *qp = skb_shinfo(skb)->destructor_arg;
+
+	if (READ_ONCE(qp->tx_stalled) && !READ_ONCE(qp->dead) &&
+	    atomic_read(&qp->tx_inflight) <= SROCE_TX_LOW) {
+		WRITE_ONCE(qp->tx_stalled, false);
+		queue_work(system_highpri_wq, &qp->req_work);
+		queue_delayed_work(system_highpri_wq, &qp->resp_work, 0);
+	}
+	atomic_dec(&qp->tx_inflight);
+}
+
+/*
+ * Has @qp reached its limit of packets in flight? If so, it is marked
+ * stalled and will be kicked when enough of them are gone.
+ */
+bool sroce_tx_full(struct sroce_qp *qp)
+{
+	if (atomic_read(&qp->tx_inflight) < SROCE_TX_HIGH)
+		return false;
+	WRITE_ONCE(qp->tx_stalled, true);
+	smp_mb();	/* pairs with the destructor's decrement */
+	if (atomic_read(&qp->tx_inflight) < SROCE_TX_HIGH) {
+		WRITE_ONCE(qp->tx_stalled, false);
+		return false;
+	}
+	return true;
+}
+
+static void sroce_tx_account(struct sroce_txpkt *tp)
+{
+	if (!tp->qp)
+		return;
+	atomic_inc(&tp->qp->tx_inflight);
+	skb_shinfo(tp->skb)->destructor_arg = tp->qp;
+	tp->skb->destructor = sroce_tx_destructor;
 }
 
 static int sroce_tx_route4(struct sroce_dev *sdev, const struct sroce_av *av,
@@ -353,8 +402,9 @@ static int sroce_tx_route6(struct sroce_dev *sdev, const struct sroce_av *av,
  *
  * Consumes the skb in every case. Callable in any context but hard IRQ.
  *
- * Return: 0 if the packet was handed on (not a promise of delivery), or a
- * negative error if it could not be routed.
+ * Return: 0 if the packet was handed on (not a promise of delivery),
+ * -ENOBUFS if the transmit queue was full (the packet is gone: send it
+ * again later), or another negative error if it could not be routed.
  */
 int sroce_tx_send(struct sroce_dev *sdev, const struct sroce_av *av, u16 sport,
 		  struct sroce_txpkt *tp)
@@ -403,9 +453,15 @@ int sroce_tx_send(struct sroce_dev *sdev, const struct sroce_av *av, u16 sport,
 	sroce_icrc_put(ip + len - SROCE_ICRC_LEN, icrc);
 
 	if (av->loopback) {
+		if (skb_queue_len(&sdev->lo_queue) >= SROCE_LO_QUEUE_MAX) {
+			sroce_cnt_inc(sdev, SROCE_CNT_TX_ERR);
+			kfree_skb(skb);
+			return -ENOBUFS;
+		}
 		if (av->ipver == 4)
 			ip_send_check((struct iphdr *)ip);
 		skb->dev = sdev->ndev;
+		sroce_tx_account(tp);
 		skb_queue_tail(&sdev->lo_queue, skb);
 		tasklet_schedule(&sdev->lo_tasklet);
 		sroce_cnt_inc(sdev, SROCE_CNT_TX_PACKETS);
@@ -422,12 +478,22 @@ int sroce_tx_send(struct sroce_dev *sdev, const struct sroce_av *av, u16 sport,
 	}
 	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
 	skb->ip_summed = CHECKSUM_NONE;
+	sroce_tx_account(tp);
+	if (av->ipver == 4)
+		err = ip_local_out(&init_net, NULL, skb);
+	else
+		err = ip6_local_out(&init_net, NULL, skb);
+	/*
+	 * A full queue (qdisc or device) drops the packet and says so: tell
+	 * the caller, who holds back and tries again a little later rather
+	 * than losing a whole window to retransmission.
+	 */
+	if (net_xmit_eval(err)) {
+		sroce_cnt_inc(sdev, SROCE_CNT_TX_ERR);
+		return -ENOBUFS;
+	}
 	sroce_cnt_inc(sdev, SROCE_CNT_TX_PACKETS);
 	sroce_cnt_add_bh(sdev, SROCE_CNT_TX_BYTES, len);
-	if (av->ipver == 4)
-		ip_local_out(&init_net, NULL, skb);
-	else
-		ip6_local_out(&init_net, NULL, skb);
 	return 0;
 }
 

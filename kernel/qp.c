@@ -23,6 +23,7 @@
  * and frees what the QP owns. ib_core frees the structure after we return.
  */
 
+#include <linux/delay.h>
 #include <linux/log2.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
@@ -208,7 +209,7 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	timer_setup(&qp->retry_timer, sroce_retry_timer, 0);
 	timer_setup(&qp->rnr_timer, sroce_rnr_timer, 0);
 	INIT_WORK(&qp->req_work, sroce_req_work);
-	INIT_WORK(&qp->resp_work, sroce_resp_work);
+	INIT_DELAYED_WORK(&qp->resp_work, sroce_resp_work);
 	INIT_WORK(&qp->err_work, sroce_err_work);
 	mutex_init(&qp->mod_lock);
 	skb_queue_head_init(&qp->backlog);
@@ -471,6 +472,7 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		qp->sq_psn = attr->sq_psn & SROCE_PSN_MASK;
 		qp->req_psn = qp->sq_psn;
 		qp->comp_psn = qp->sq_psn;
+		qp->psn_hi = qp->sq_psn;
 	}
 	if (mask & IB_QP_DEST_QPN)
 		qp->dest_qpn = attr->dest_qp_num & SROCE_QPN_MASK;
@@ -597,10 +599,17 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	sroce_qp_put(qp);
 	wait_for_completion(&qp->done);
 
+	/*
+	 * Packets in flight point back at the QP (their destructor). Dead,
+	 * it sends nothing new; the network stack frees what it holds.
+	 */
+	while (atomic_read(&qp->tx_inflight))
+		msleep(1);
+
 	del_timer_sync(&qp->retry_timer);
 	del_timer_sync(&qp->rnr_timer);
 	cancel_work_sync(&qp->req_work);
-	cancel_work_sync(&qp->resp_work);
+	cancel_delayed_work_sync(&qp->resp_work);
 	cancel_work_sync(&qp->err_work);
 	del_timer_sync(&qp->retry_timer);
 	del_timer_sync(&qp->rnr_timer);

@@ -32,6 +32,7 @@
 
 #define SROCE_REQ_BUDGET	64	/* packets per run before deferring */
 #define SROCE_MAX_UNACKED	512	/* RC PSNs in flight */
+#define SROCE_MAX_READ_PSNS	128	/* READ response PSNs in flight */
 #define SROCE_ACKREQ_EVERY	32
 
 static struct sroce_swqe *sroce_swqe_at(struct sroce_qp *qp, u32 idx)
@@ -277,6 +278,7 @@ void sroce_req_reset_locked(struct sroce_qp *qp)
 	qp->rnr_wait = false;
 	qp->req_psn = 0;
 	qp->comp_psn = 0;
+	qp->psn_hi = 0;
 	sroce_wq_publish_cons(sq);
 	WRITE_ONCE(sq->hdr->sq_idle, 1);
 }
@@ -381,8 +383,9 @@ static u8 sroce_req_opcode(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 k)
 
 /*
  * Build and send the packet of @wqe at PSN @psn. Return 0 (also when the
- * network layer could not take it: that is a lost packet), or a completion
- * status for a local error.
+ * network layer could not route it: that is a lost packet), -ENOBUFS when
+ * the transmit queue is full (not sent), or a completion status for a
+ * local error.
  */
 static int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe,
 			      u32 psn, bool *ackreq)
@@ -408,7 +411,8 @@ static int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe,
 	}
 
 	if (sroce_tx_alloc(qp->sdev, av, oi->hdr_len, plen, &tp))
-		return 0;	/* no memory: like a lost packet */
+		return -ENOBUFS;	/* no memory: hold back, try again */
+	tp.qp = qp;
 
 	if (plen) {
 		st = sroce_sge_copy(qp, wqe, off, tp.payload, plen,
@@ -482,15 +486,22 @@ static int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe,
 	     ((psn + 1) % SROCE_ACKREQ_EVERY) == 0))
 		sroce_bth_set_ackreq(tp.bth, true);
 
-	sroce_tx_send(qp->sdev, av, sport, &tp);
-	return 0;
+	if (sroce_tx_send(qp->sdev, av, sport, &tp) == -ENOBUFS)
+		return -ENOBUFS;
+	return 0;	/* sent, or unroutable: a lost packet */
 }
 
 /* -------------------------------------------------------------- requester */
 
+/*
+ * The ACK timer. Consecutive timeouts without progress double the wait (up
+ * to 64 times the QP's timeout): a software NIC's queues can hold more than
+ * one timeout's worth of data, and resending a whole window into them only
+ * makes the next timeout more likely. IBTA's timeout is a minimum.
+ */
 static void sroce_retry_arm(struct sroce_qp *qp)
 {
-	u64 ns = sroce_ack_timeout_ns(qp->timeout);
+	u64 ns = sroce_ack_timeout_ns(qp->timeout) << qp->retry_shift;
 
 	if (!ns || qp->dead)
 		return;
@@ -552,7 +563,7 @@ static void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 				sroce_req_fail(qp, wqe, wqe->status);
 			return;
 		}
-		if (qp->rnr_wait)
+		if (qp->rnr_wait || sroce_tx_full(qp))
 			return;
 		if (!wqe->started) {
 			if (qp->state == IB_QPS_SQD)
@@ -565,6 +576,16 @@ static void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 				return;
 			if (type == IB_QPT_RC &&
 			    sroce_psn_fwd(qp->req_psn, qp->comp_psn) >= SROCE_MAX_UNACKED)
+				return;
+			/*
+			 * READ responses come back as fast as the responder
+			 * can send them: keep at most SROCE_MAX_READ_PSNS of
+			 * them (or one READ) outstanding, so that the last of
+			 * them arrives within an ACK timeout.
+			 */
+			if (wqe->wr.opcode == IB_UVERBS_WR_RDMA_READ && qp->rd_out &&
+			    sroce_psn_fwd(qp->req_psn, qp->comp_psn) +
+			    DIV_ROUND_UP(wqe->len, qp->mtu) > SROCE_MAX_READ_PSNS)
 				return;
 			if (type == IB_QPT_UD || wqe->wr.opcode ==
 						 IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
@@ -591,6 +612,14 @@ static void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 		    sroce_psn_fwd(qp->req_psn, qp->comp_psn) + 1 >= SROCE_MAX_UNACKED)
 			ackreq = true;
 		st = sroce_req_send_pkt(qp, wqe, qp->req_psn, &ackreq);
+		if (st == -ENOBUFS) {
+			/* Queue full: wait a tick, then go on from here. */
+			if (!qp->rnr_wait && !qp->dead) {
+				qp->rnr_wait = true;
+				mod_timer(&qp->rnr_timer, jiffies + 1);
+			}
+			return;
+		}
 		if (st) {
 			if (qp->req_next == sq->cons)
 				sroce_req_fail(qp, wqe, st);
@@ -605,6 +634,8 @@ static void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 		} else {
 			qp->req_psn = sroce_psn_inc(qp->req_psn);
 		}
+		if (sroce_psn_after(qp->req_psn, qp->psn_hi))
+			qp->psn_hi = qp->req_psn;
 		if (type == IB_QPT_RC && !timer_pending(&qp->retry_timer))
 			sroce_retry_arm(qp);
 
@@ -691,7 +722,7 @@ static void sroce_go_back(struct sroce_qp *qp, u32 psn)
 /*
  * Complete the WQEs an ACK (or a response) for PSN @psn acknowledges. A
  * READ or atomic the ACK covers without its response having arrived had its
- * response lost: rewind to it. Return true if anything completed.
+ * response lost: rewind to it. Return true if anything was acknowledged.
  */
 static bool sroce_comp_ack_upto(struct sroce_qp *qp, u32 psn)
 {
@@ -705,23 +736,41 @@ static bool sroce_comp_ack_upto(struct sroce_qp *qp, u32 psn)
 		if (sroce_psn_before(psn, wqe->last_psn) && !wqe->is_rd)
 			break;
 		if (wqe->is_rd) {
-			if (sroce_psn_after_eq(psn, wqe->first_psn))
-				sroce_go_back(qp, wqe->first_psn);
+			/*
+			 * Acknowledged up to its last PSN or beyond, but no
+			 * (complete) response: the responses were lost. Ask
+			 * again, once per gap.
+			 */
+			u32 from = sroce_psn_add(wqe->first_psn,
+						 wqe->read_done / qp->mtu);
+
+			if (sroce_psn_after_eq(psn, wqe->last_psn) &&
+			    !(qp->read_gap && qp->read_gap_psn == from)) {
+				qp->read_gap = true;
+				qp->read_gap_psn = from;
+				sroce_go_back(qp, from);
+			}
 			break;
 		}
 		sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
 		progress = true;
 	}
 	if (sroce_psn_after(sroce_psn_inc(psn), qp->comp_psn) &&
-	    sroce_psn_before_eq(sroce_psn_inc(psn), qp->req_psn))
+	    sroce_psn_before_eq(sroce_psn_inc(psn), qp->psn_hi)) {
 		qp->comp_psn = sroce_psn_inc(psn);
+		progress = true;
+	}
+	/* Resending what has just been acknowledged is pointless. */
+	if (sroce_psn_before(qp->req_psn, qp->comp_psn))
+		sroce_go_back(qp, qp->comp_psn);
 	return progress;
 }
 
 static void sroce_comp_progress(struct sroce_qp *qp)
 {
 	qp->retry_left = qp->retry_cnt;
-	if (qp->comp_psn == qp->req_psn)
+	qp->retry_shift = 0;
+	if (qp->comp_psn == qp->psn_hi)
 		del_timer(&qp->retry_timer);
 	else
 		sroce_retry_arm(qp);
@@ -775,12 +824,19 @@ static void sroce_comp_read_resp(struct sroce_qp *qp, const u8 *ip,
 		return;		/* stale or duplicate */
 	expect = sroce_psn_add(wqe->first_psn, wqe->read_done / qp->mtu);
 	if (psn != expect) {
-		if (sroce_psn_after(psn, expect)) {
-			/* Responses lost: ask again from the missing one. */
+		/*
+		 * Responses lost: ask again from the missing one, once per
+		 * gap (the rest of the burst would ask again and again).
+		 */
+		if (sroce_psn_after(psn, expect) &&
+		    !(qp->read_gap && qp->read_gap_psn == expect)) {
+			qp->read_gap = true;
+			qp->read_gap_psn = expect;
 			sroce_go_back(qp, expect);
 		}
 		return;
 	}
+	qp->read_gap = false;
 	/*
 	 * Responses to a re-issued request start over with FIRST or ONLY,
 	 * while those of the original one may still be arriving: accept
@@ -856,7 +912,7 @@ static void sroce_comp_aeth(struct sroce_qp *qp, u8 syn, u32 psn)
 	case SROCE_AETH_ACK:
 		if (sroce_comp_ack_upto(qp, psn))
 			sroce_comp_progress(qp);
-		else if (qp->comp_psn == qp->req_psn)
+		else if (qp->comp_psn == qp->psn_hi)
 			del_timer(&qp->retry_timer);
 		break;
 	case SROCE_AETH_RNR_NAK:
@@ -924,8 +980,8 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	spin_lock_bh(&qp->sq_lock);
 	if (qp->ibqp.qp_type != IB_QPT_RC || qp->dead ||
 	    (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD) ||
-	    !sroce_psn_before(psn, qp->req_psn) ||
-	    sroce_psn_fwd(qp->req_psn, psn) > SROCE_PSN_HALF) {
+	    !sroce_psn_before(psn, qp->psn_hi) ||
+	    sroce_psn_fwd(qp->psn_hi, psn) > SROCE_PSN_HALF) {
 		spin_unlock_bh(&qp->sq_lock);
 		sroce_cnt_inc(qp->sdev, SROCE_CNT_RX_STALE);
 		kfree_skb(skb);
@@ -978,7 +1034,7 @@ void sroce_retry_timer(struct timer_list *t)
 	spin_lock_bh(&qp->sq_lock);
 	if (qp->dead || qp->ibqp.qp_type != IB_QPT_RC ||
 	    (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD) ||
-	    qp->comp_psn == qp->req_psn || qp->rnr_wait)
+	    qp->comp_psn == qp->psn_hi || qp->rnr_wait)
 		goto out;
 	sroce_cnt_inc(qp->sdev, SROCE_CNT_RETRY);
 	if (!qp->retry_left) {
@@ -989,6 +1045,9 @@ void sroce_retry_timer(struct timer_list *t)
 		goto out;
 	}
 	qp->retry_left--;
+	if (qp->retry_shift < 6)
+		qp->retry_shift++;
+	qp->read_gap = false;
 	sroce_go_back(qp, qp->comp_psn);
 	sroce_retry_arm(qp);
 	sroce_req_run_locked(qp, SROCE_REQ_BUDGET);

@@ -29,19 +29,21 @@
 
 /* --------------------------------------------------------------- sending */
 
-static void sroce_resp_send(struct sroce_qp *qp, u8 opcode, u32 psn, u8 syn,
-			    const u8 *orig, struct sroce_mr *mr, u64 va,
-			    u32 plen)
+/* Return 0, or -ENOBUFS if the packet could not be queued (not sent). */
+static int sroce_resp_send(struct sroce_qp *qp, u8 opcode, u32 psn, u8 syn,
+			   const u8 *orig, struct sroce_mr *mr, u64 va,
+			   u32 plen)
 {
 	const struct sroce_opcode_info *oi = sroce_opcode_lookup(opcode);
 	struct sroce_txpkt tp;
 	struct sroce_aeth aeth = { .syndrome = syn, .msn = qp->msn };
 
 	if (sroce_tx_alloc(qp->sdev, &qp->av, oi->hdr_len, plen, &tp))
-		return;
+		return -ENOBUFS;
+	tp.qp = qp;
 	if (plen && sroce_mr_copy(mr, va, tp.payload, plen, SROCE_COPY_FROM_MR)) {
 		kfree_skb(tp.skb);
-		return;
+		return 0;
 	}
 	sroce_bth_set_opcode(tp.bth, opcode);
 	tp.bth[2] = 0xff;
@@ -54,7 +56,8 @@ static void sroce_resp_send(struct sroce_qp *qp, u8 opcode, u32 psn, u8 syn,
 	if (orig)
 		memcpy(tp.bth + sroce_opcode_hdr_off(oi, SROCE_HDR_ATOMICACKETH),
 		       orig, 8);
-	sroce_tx_send(qp->sdev, &qp->av, qp->sport, &tp);
+	return sroce_tx_send(qp->sdev, &qp->av, qp->sport, &tp) == -ENOBUFS ?
+	       -ENOBUFS : 0;
 }
 
 static void sroce_send_ack(struct sroce_qp *qp, u32 psn, u8 syn)
@@ -320,6 +323,10 @@ static bool sroce_read_job_run(struct sroce_qp *qp, unsigned int budget)
 	struct sroce_read_job *rj = &qp->rj;
 
 	while (rj->active && budget--) {
+		if (sroce_tx_full(qp)) {
+			rj->tx_wait = true;	/* the skb destructor kicks us */
+			return false;
+		}
 		bool first = rj->psn == rj->first_psn;
 		bool last = rj->psn == rj->last_psn;
 		u32 plen = min(qp->mtu, rj->left);
@@ -333,8 +340,12 @@ static bool sroce_read_job_run(struct sroce_qp *qp, unsigned int budget)
 			op = SROCE_OP_RC_RDMA_READ_RESPONSE_LAST;
 		else
 			op = SROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
-		sroce_resp_send(qp, op, rj->psn, sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID),
-				NULL, rj->mr, rj->va, plen);
+		if (sroce_resp_send(qp, op, rj->psn,
+				    sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID),
+				    NULL, rj->mr, rj->va, plen)) {
+			rj->stalled = true;	/* queue full: later */
+			return false;
+		}
 		rj->va += plen;
 		rj->left -= plen;
 		if (last)
@@ -373,10 +384,24 @@ static int sroce_read_start(struct sroce_qp *qp, u32 psn,
 	return -1;
 }
 
+/* Continue later: right away, or after a tick if the queue was full. */
+static void sroce_resp_defer(struct sroce_qp *qp)
+{
+	unsigned long delay = qp->rj.stalled ? 1 : 0;
+
+	qp->rj.stalled = false;
+	if (qp->rj.tx_wait) {
+		qp->rj.tx_wait = false;
+		return;
+	}
+	if (!qp->dead)
+		queue_delayed_work(system_highpri_wq, &qp->resp_work, delay);
+}
+
 static void sroce_read_kick(struct sroce_qp *qp)
 {
-	if (!sroce_read_job_run(qp, SROCE_RESP_BUDGET) && !qp->dead)
-		queue_work(system_highpri_wq, &qp->resp_work);
+	if (!sroce_read_job_run(qp, SROCE_RESP_BUDGET))
+		sroce_resp_defer(qp);
 }
 
 static int sroce_atomic_exec(struct sroce_qp *qp, const struct sroce_atomiceth *a,
@@ -789,7 +814,8 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 /* Continue a long READ, then the requests that queued up behind it. */
 void sroce_resp_work(struct work_struct *work)
 {
-	struct sroce_qp *qp = container_of(work, struct sroce_qp, resp_work);
+	struct sroce_qp *qp = container_of(to_delayed_work(work),
+					   struct sroce_qp, resp_work);
 	unsigned int budget = SROCE_RESP_BUDGET * 4;
 	struct sk_buff *skb;
 
@@ -799,8 +825,11 @@ void sroce_resp_work(struct work_struct *work)
 		const u8 *ip;
 
 		if (qp->rj.active) {
-			if (!sroce_read_job_run(qp, SROCE_RESP_BUDGET))
+			if (!sroce_read_job_run(qp, SROCE_RESP_BUDGET)) {
+				if (qp->rj.stalled || qp->rj.tx_wait)
+					break;
 				continue;
+			}
 		}
 		skb = __skb_dequeue(&qp->backlog);
 		if (!skb)
@@ -815,7 +844,7 @@ void sroce_resp_work(struct work_struct *work)
 		sroce_resp_process(qp, skb, &pkt);
 		consume_skb(skb);
 	}
-	if (!qp->dead && (qp->rj.active || !skb_queue_empty(&qp->backlog)))
-		queue_work(system_highpri_wq, &qp->resp_work);
+	if (qp->rj.active || !skb_queue_empty(&qp->backlog))
+		sroce_resp_defer(qp);
 	spin_unlock_bh(&qp->rq_lock);
 }

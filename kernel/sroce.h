@@ -337,6 +337,8 @@ struct sroce_rd_res {
 /* A READ being answered, possibly over several runs. */
 struct sroce_read_job {
 	bool			active;
+	bool			stalled;	/* transmit queue was full */
+	bool			tx_wait;	/* at the in-flight limit */
 	struct sroce_mr		*mr;
 	u64			va;
 	u32			left;		/* bytes still to send */
@@ -355,6 +357,15 @@ struct sroce_qp {
 	bool			is_user;
 	bool			sq_sig_all;
 	struct mutex		mod_lock;	/* modify_qp / query_qp */
+
+	/*
+	 * Packets of this QP not yet freed by the network stack (net.c).
+	 * Senders hold back above SROCE_TX_HIGH and set tx_stalled; the skb
+	 * destructor kicks them again below SROCE_TX_LOW. destroy_qp waits
+	 * for zero.
+	 */
+	atomic_t		tx_inflight;
+	bool			tx_stalled;
 
 	/* Receive path lookups (qp.c); done completes when ref hits zero. */
 	refcount_t		ref;
@@ -396,11 +407,14 @@ struct sroce_qp {
 	u32			req_next;	/* WQE the requester works on */
 	u32			req_psn;	/* next PSN to send */
 	u32			comp_psn;	/* oldest PSN not acknowledged */
+	u32			psn_hi;		/* next PSN never sent yet */
 	u32			rd_out;		/* READs/atomics started, not done */
 	u8			retry_left;
+	u8			retry_shift;	/* ACK timer backoff */
 	u8			rnr_left;
-	bool			rnr_wait;
-	bool			req_queued;	/* req_work pending */
+	bool			rnr_wait;	/* RNR NAK or full tx queue */
+	bool			read_gap;	/* READ re-requested from read_gap_psn */
+	u32			read_gap_psn;
 	struct timer_list	retry_timer;
 	struct timer_list	rnr_timer;
 	struct work_struct	req_work;
@@ -429,7 +443,7 @@ struct sroce_qp {
 	u32			res_next;
 	struct sroce_read_job	rj;
 	struct sk_buff_head	backlog;	/* packets behind a READ */
-	struct work_struct	resp_work;
+	struct delayed_work	resp_work;
 	struct work_struct	err_work;
 };
 
@@ -590,8 +604,12 @@ void sroce_resp_work(struct work_struct *work);
 void sroce_resp_reset_locked(struct sroce_qp *qp);
 
 /* net.c: transmit */
+#define SROCE_TX_HIGH		128
+#define SROCE_TX_LOW		32
+
 struct sroce_txpkt {
 	struct sk_buff		*skb;
+	struct sroce_qp		*qp;		/* accounted to this QP */
 	u8			*bth;		/* start of the BTH in skb */
 	u8			*payload;	/* where payload goes */
 };
@@ -603,6 +621,7 @@ int sroce_tx_send(struct sroce_dev *sdev, const struct sroce_av *av, u16 sport,
 void sroce_net_init_dev(struct sroce_dev *sdev);
 void sroce_net_fini_dev(struct sroce_dev *sdev);
 void sroce_cnt_inc(struct sroce_dev *sdev, unsigned int idx);
+bool sroce_tx_full(struct sroce_qp *qp);
 
 /* queue.c: rings shared with user space */
 struct sroce_mmap_entry *sroce_mmap_alloc(struct ib_ucontext *ibuc,
