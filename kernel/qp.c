@@ -558,8 +558,14 @@ int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	spin_unlock(&qp->rq_lock);
 	spin_unlock_bh(&qp->sq_lock);
 
-	if (ibqp->qp_type != IB_QPT_UD)
-		rdma_replace_ah_attr(&attr->ah_attr, &qp->ah_attr);
+	/*
+	 * By value, without a reference on the source GID entry: callers
+	 * of query_qp (uverbs) never drop one.
+	 */
+	if (ibqp->qp_type != IB_QPT_UD) {
+		attr->ah_attr = qp->ah_attr;
+		attr->ah_attr.grh.sgid_attr = NULL;
+	}
 	mutex_unlock(&qp->mod_lock);
 
 	attr->cap.max_send_wr = qp->sq.entries;

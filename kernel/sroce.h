@@ -38,8 +38,11 @@
 					 (u64)SROCE_FW_MINOR << 16 | \
 					 SROCE_FW_SUB)
 
-/* No IEEE OUI of our own: vendor and part id stay 0. */
-#define SROCE_VENDOR_ID			0
+/*
+ * No IEEE OUI of our own: vendor id 0xffffff (not an OUI, as rdma_rxe
+ * reports; 0 reads as "unknown device" to some tools), part id 0.
+ */
+#define SROCE_VENDOR_ID			0xffffff
 #define SROCE_VENDOR_PART_ID		0
 #define SROCE_HW_VER			0
 
