@@ -5,7 +5,8 @@
 #   make                      sroce.ko for $(KVER) + user space (provider, tools, unit tests)
 #   make install DESTDIR=D    the module, the provider and its .driver file, nothing else
 #   make test                 unit tests on the host, then the VM suites (boots QEMU guests)
-#   make demo                 two guests, sroce0 in each, rdma link + ibv_devinfo
+#   make demo                 two guests, sroce0 in each, rdma link + ibv_devinfo, traffic
+#   make bench                speed floor: sroce<->sroce vs rxe<->rxe (never part of make test)
 #   make clean
 
 KVER ?= $(shell scripts/default-kver.sh)
@@ -26,7 +27,7 @@ else
 WERROR ?= OFF
 endif
 
-.PHONY: all module userspace install install-tree test unit-test vm-test demo deps clean
+.PHONY: all module userspace install install-tree test unit-test vm-test demo bench deps clean
 
 all: module userspace
 
@@ -67,6 +68,11 @@ test: deps
 demo: deps
 	$(MAKE) --no-print-directory install-tree
 	KVER=$(KVER) $(PYTHON) vm/rig.py --guests 2 --script vm/demo.sh
+
+# ib_write_bw 64 KiB and ib_send_lat 2 B, 3 runs each, sroce<->sroce and rxe<->rxe in
+# one rig run: medians and ratios (BENCH_ARGS=--reps 5 ...; vm/bench.py --help).
+bench: install-tree
+	KVER=$(KVER) $(PYTHON) vm/bench.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD)

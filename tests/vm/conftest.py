@@ -102,3 +102,57 @@ def wait_for(fn, timeout=20, interval=0.3, what="condition"):
         if time.time() > end:
             raise AssertionError("timed out waiting for " + what)
         time.sleep(interval)
+
+
+# ------------------------------------------------------------ client/server traffic
+
+# ibverbs-utils pingpongs and perftest both exchange QP numbers over TCP on this
+# port (their default) before any RDMA traffic flows.
+EXCH_PORT = 18515
+
+
+def listening(g, port=EXCH_PORT):
+    """True if a process in guest g listens on TCP port (checked inside g, so the
+    single-connection servers of pingpong and perftest never see a probe)."""
+    return g.run("ss -Hltn 'sport = :%d'" % port, timeout=30).out.strip() != ""
+
+
+def client_server(server, server_cmd, client, client_cmd, port=EXCH_PORT, timeout=180,
+                  listen_timeout=60):
+    """Spawn server_cmd in guest server, wait until it listens on port, run
+    client_cmd in guest client, then collect the server.
+
+    Returns (server Result, client Result). If the port is already taken, or
+    the server exits or never listens, the client is not run and its Result has rc -1 and says why. A
+    server that outlives a failed client by 5 s (it may wait for a peer that
+    is gone, forever) or a good one by timeout is killed (rc 124)."""
+    # A listener left over from an earlier server would take the client instead.
+    end = time.time() + 10
+    while listening(server, port):
+        if time.time() > end:
+            return (rigmod.Result(server_cmd, -1, "", "port %d is busy before the server "
+                                  "started" % port), rigmod.Result(client_cmd, -1, "", "not run"))
+        time.sleep(0.5)
+    srv = server.spawn(server_cmd)
+    try:
+        end = time.time() + listen_timeout
+        while not listening(server, port):
+            if srv.poll() is not None or time.time() > end:
+                why = ("server exited before listening" if srv.result is not None
+                       else "server did not listen on port %d in %d s" % (port, listen_timeout))
+                return srv.wait(5), rigmod.Result(client_cmd, -1, "", why)
+            time.sleep(0.3)
+        cli = client.run(client_cmd, timeout=timeout)
+        return srv.wait(timeout if cli.ok else 5), cli
+    finally:
+        if srv.result is None:
+            srv.kill()
+            srv.wait(10)
+
+
+def active_mtu(g, dev):
+    """Port 1's active MTU in bytes, as ibv_devinfo reports it."""
+    import re
+    m = re.search(r"active_mtu:\s*(\d+)", g.check("ibv_devinfo -d %s -i 1" % dev))
+    assert m, "no active_mtu for %s" % dev
+    return int(m.group(1))

@@ -1,0 +1,202 @@
+# SPDX-License-Identifier: GPL-2.0
+"""rdma-core's own test suite (pyverbs, rdma-core 44) on one device in one guest.
+
+Debian's python3-pyverbs ships the suite gzipped in /usr/share/doc/rdma-core/tests;
+it is copied into the guest's tmpfs, gunzipped and run there with
+/usr/bin/python3 run_tests.py --dev DEV --port 1 --gid N -v, N being the IPv4
+RoCE v2 GID (by default the suite takes the first non-zero GID, the IPv6
+link-local one; on rxe both give the same counts). Its traffic tests loop back
+between QPs of the same device, so one guest is enough.
+
+The counts go to build/vm/test/pyverbs-<kind>.json (and the whole log next to
+it), so that they can be quoted.
+
+sroce must have no failures and no errors, and every test it skips must also be
+skipped by rdma_rxe on this rig (tests/vm/pyverbs_rxe_skips.txt) or be listed
+with a reason in Documentation/pyverbs-skips.rst.
+
+The rxe run (SROCE_TEST_RXE_BASELINE=1 only) is the baseline: it checks that
+rxe's skips still match the checked-in list and writes the list it saw to
+build/vm/test/pyverbs_rxe_skips.txt; copy that over the checked-in one when the
+rig's kernel or rdma-core changes.
+"""
+import json
+import os
+import re
+import time
+
+import pytest
+
+from conftest import REPO, add_link, gid_index, unload_all_rdma_links, wait_for
+
+BASELINE = os.environ.get("SROCE_TEST_RXE_BASELINE") == "1"
+DEVNAME = {"sroce": "sroce0", "rxe": "rxe0"}
+SUITE = "/usr/share/doc/rdma-core/tests"
+RXE_SKIPS = os.path.join(REPO, "tests", "vm", "pyverbs_rxe_skips.txt")
+SROCE_SKIPS_DOC = os.path.join(REPO, "Documentation", "pyverbs-skips.rst")
+# On this rig (Debian 6.1 rdma_rxe, rdma-core 44) rxe errors in this one test:
+# IBV_WR_RDMA_ATOMIC_WRITE completes with "local QP operation error".
+RXE_KNOWN_BAD = {"tests.test_qpex.QpExTestCase.test_qp_ex_rc_atomic_write"}
+# The whole suite takes about 20 s on rxe under TCG; leave room for a slow device.
+SUITE_TIMEOUT = 900
+
+KINDS = [
+    pytest.param("sroce", id="sroce"),
+    pytest.param("rxe", id="rxe",
+                 marks=pytest.mark.skipif(not BASELINE, reason="rxe baseline: set "
+                                          "SROCE_TEST_RXE_BASELINE=1")),
+]
+
+_HEADER = re.compile(r"^(\w+) \(([\w.]+)\)")
+_RESULT = re.compile(r" \.\.\. (ok|ERROR|FAIL|expected failure|unexpected success|"
+                     r"skipped (?:'(.*)'|\"(.*)\"))$")
+_RAN = re.compile(r"^Ran (\d+) tests? in ([\d.]+)s$", re.M)
+_STATUS = re.compile(r"^(OK|FAILED)(?: \((.*)\))?$", re.M)
+_SECTION = re.compile(r"^(ERROR|FAIL): \w+ \(([\w.]+)\)", re.M)
+
+
+def parse_unittest(text):
+    """Counts and per-test outcomes of a verbose unittest run (Python 3.11 format:
+    "test_x (pkg.mod.Class.test_x)", an optional docstring line, " ... outcome")."""
+    outcomes = {}
+    cur = None
+    for line in text.splitlines():
+        h = _HEADER.match(line)
+        if h:
+            cur = h.group(2)
+        m = _RESULT.search(line)
+        if m and cur:
+            word = m.group(1)
+            if word.startswith("skipped"):
+                outcomes[cur] = ("skipped", m.group(2) if m.group(2) is not None else m.group(3))
+            else:
+                outcomes[cur] = (word, "")
+            cur = None
+    ran = _RAN.search(text)
+    status = _STATUS.search(text)
+    if not ran or not status:
+        raise AssertionError("no unittest summary in the output:\n" + text[-3000:])
+    extra = {}
+    for kv in (status.group(2) or "").split(","):
+        if "=" in kv:
+            k, v = kv.split("=")
+            extra[k.strip()] = int(v)
+    res = {
+        "ran": int(ran.group(1)),
+        "seconds_unittest": float(ran.group(2)),
+        "status": status.group(1),
+        "failures": extra.get("failures", 0),
+        "errors": extra.get("errors", 0),
+        "skipped": extra.get("skipped", 0),
+        "expected_failures": extra.get("expected failures", 0),
+        "unexpected_successes": extra.get("unexpected successes", 0),
+    }
+    res["ok"] = (res["ran"] - res["failures"] - res["errors"] - res["skipped"] -
+                 res["expected_failures"] - res["unexpected_successes"])
+    res["skips"] = {t: why for t, (o, why) in sorted(outcomes.items()) if o == "skipped"}
+    res["failed"] = sorted(t for t, (o, _) in outcomes.items() if o == "FAIL")
+    res["errored"] = sorted(t for t, (o, _) in outcomes.items() if o == "ERROR")
+    # errors in setUpClass/tearDown etc. show up only in the sections at the end
+    for kind, t in _SECTION.findall(text):
+        lst = res["errored"] if kind == "ERROR" else res["failed"]
+        if t not in lst:
+            lst.append(t)
+    return res
+
+
+def read_rxe_skips():
+    """Test ids in tests/vm/pyverbs_rxe_skips.txt ("id<TAB>reason" lines, # comments)."""
+    ids = set()
+    with open(RXE_SKIPS) as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith("#"):
+                ids.add(line.split(None, 1)[0])
+    return ids
+
+
+def read_documented_skips():
+    """{test id: reason} from the definition list in Documentation/pyverbs-skips.rst."""
+    with open(SROCE_SKIPS_DOC) as f:
+        text = f.read()
+    doc = {}
+    for m in re.finditer(r"^``(tests\.[\w.]+)``[ \t]*\n((?:[ \t]+\S.*(?:\n|$))+)", text, re.M):
+        doc[m.group(1)] = " ".join(m.group(2).split())
+    return doc
+
+
+def write_rxe_skips(path, skips):
+    with open(path, "w") as f:
+        f.write("# rdma-core 44 pyverbs tests skipped by rdma_rxe on the sroce rig\n"
+                "# (Debian 6.1 kernel, QEMU TCG guest). Written by tests/vm/test_pyverbs.py\n"
+                "# with SROCE_TEST_RXE_BASELINE=1 (build/vm/test/pyverbs_rxe_skips.txt).\n"
+                "# Format: test id, a tab, rxe's skip reason.\n")
+        for t, why in sorted(skips.items()):
+            f.write("%s\t%s\n" % (t, why))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_pyverbs_suite(rig, kind):
+    g = rig[0]
+    dev = DEVNAME[kind]
+    unload_all_rdma_links(g)
+    tmp = None
+    try:
+        if kind == "rxe":
+            g.check("modprobe rdma_rxe")
+        add_link(g, dev, "eth0", kind)
+
+        def v4gid():
+            try:
+                return gid_index(g, dev) + 1  # +1: index 0 is a valid answer
+            except AssertionError:
+                return None
+        gid = wait_for(v4gid, timeout=30, what="IPv4 RoCE v2 GID on " + dev) - 1
+        tmp = g.check("mkdir -p /tmp && mktemp -d /tmp/pyverbs.XXXXXX").strip()
+        g.check("cp -r %s %s/ && gunzip %s/tests/*.gz" % (SUITE, tmp, tmp))
+        cmd = "/usr/bin/python3 run_tests.py --dev %s --port 1 --gid %d -v" % (dev, gid)
+        t0 = time.time()
+        r = g.run("cd %s/tests && %s" % (tmp, cmd), timeout=SUITE_TIMEOUT)
+        elapsed = time.time() - t0
+        out = os.path.join(rig.outdir, "pyverbs-%s" % kind)
+        with open(out + ".log", "w") as f:
+            f.write("# %s (rc=%s, %.1f s)\n%s%s" % (cmd, r.rc, elapsed, r.out, r.err))
+        assert not r.timeout, "suite did not finish in %d s: %r" % (SUITE_TIMEOUT, r)
+        res = parse_unittest(r.out + "\n" + r.err)
+        res.update({"kind": kind, "device": dev, "gid_index": gid, "command": cmd,
+                    "rc": r.rc, "seconds": round(elapsed, 1)})
+        with open(out + ".json", "w") as f:
+            json.dump(res, f, indent=2, sort_keys=True)
+            f.write("\n")
+    finally:
+        if tmp:
+            g.run("rm -rf %s" % tmp)
+        unload_all_rdma_links(g)
+
+    summary = ("pyverbs on %s: %d ran, %d ok, %d skipped, %d failures, %d errors in %.0f s "
+               "(log %s.log)" % (kind, res["ran"], res["ok"], res["skipped"], res["failures"],
+                                 res["errors"], elapsed, out))
+    print(summary)
+    assert res["ran"] > 0, summary
+    assert len(res["skips"]) == res["skipped"], "could not name every skipped test: " + summary
+
+    if kind == "rxe":
+        write_rxe_skips(os.path.join(rig.outdir, "pyverbs_rxe_skips.txt"), res["skips"])
+        bad = set(res["failed"]) | set(res["errored"])
+        assert bad <= RXE_KNOWN_BAD, "rxe fails tests it passed before: %s\n%s" % (
+            sorted(bad - RXE_KNOWN_BAD), summary)
+        known = read_rxe_skips()
+        assert set(res["skips"]) == known, (
+            "rxe's skips changed: newly skipped %s, no longer skipped %s; update %s from "
+            "build/vm/test/pyverbs_rxe_skips.txt" % (sorted(set(res["skips"]) - known),
+                                                     sorted(known - set(res["skips"])),
+                                                     RXE_SKIPS))
+        return
+
+    assert res["failures"] == 0 and res["errors"] == 0, "%s\nfailed: %s\nerrors: %s" % (
+        summary, res["failed"], res["errored"])
+    allowed = read_rxe_skips() | set(read_documented_skips())
+    extra = {t: why for t, why in res["skips"].items() if t not in allowed}
+    assert not extra, ("%s\nskipped by sroce but neither by rxe nor documented in "
+                       "Documentation/pyverbs-skips.rst:\n%s" %
+                       (summary, "\n".join("  %s: %s" % kv for kv in sorted(extra.items()))))

@@ -1,0 +1,191 @@
+# SPDX-License-Identifier: GPL-2.0
+"""User-space RDMA traffic between the two guests: ibverbs-utils pingpongs and perftest.
+
+Every test runs its server in guest 0 and its client in guest 1, once per pair
+of device kinds (guest 0, guest 1):
+
+  sroce-sroce   sroce on both ends
+  sroce-rxe     sroce as the server/responder, the kernel's rdma_rxe as client
+  rxe-sroce     rdma_rxe as the server, sroce as the client/requester
+  rxe-rxe       the harness baseline on rdma_rxe alone; only with
+                SROCE_TEST_RXE_BASELINE=1 (skipped in a normal "make test")
+
+sroce and rdma_rxe cannot share a guest (both bind UDP 4791), so interop
+always puts one kind in each guest. The pair fixture is module-scoped and
+parametrized, so pytest runs all tests of one pair before reconfiguring the
+guests for the next.
+
+The pingpongs' "-c" check is the tools' own: the server compares the first
+byte of every page of its receive buffer and prints "invalid data in page N"
+(without changing its exit status), so the output is checked as well.
+perftest verifies nothing; its tests check the exit status and that a result
+line was printed. A byte-verifying traffic test lives elsewhere.
+"""
+import os
+import re
+
+import pytest
+
+from conftest import (active_mtu, add_link, client_server, gid_index, unload_all_rdma_links,
+                      wait_for)
+
+BASELINE = os.environ.get("SROCE_TEST_RXE_BASELINE") == "1"
+DEVNAME = {"sroce": "sroce0", "rxe": "rxe0"}
+
+PAIRS = [
+    pytest.param(("sroce", "sroce"), id="sroce-sroce"),
+    pytest.param(("sroce", "rxe"), id="sroce-rxe"),
+    pytest.param(("rxe", "sroce"), id="rxe-sroce"),
+    pytest.param(("rxe", "rxe"), id="rxe-rxe",
+                 marks=pytest.mark.skipif(not BASELINE, reason="rxe<->rxe harness baseline: "
+                                          "set SROCE_TEST_RXE_BASELINE=1")),
+]
+
+# Small counts: guests run under TCG (a 64 KiB RC pingpong iteration takes ~35 ms).
+ITERS = 100
+TIMEOUT = 120
+
+
+class Side:
+    """One end of a pair: a guest with one RDMA device of one kind."""
+
+    def __init__(self, guest, kind):
+        self.guest, self.kind, self.dev = guest, kind, DEVNAME[kind]
+        self.gid = {}
+        self.mtu = None
+
+    def __repr__(self):
+        return "%s:%s" % (self.guest.name, self.dev)
+
+
+class Pair:
+    def __init__(self, server, client):
+        self.server, self.client = server, client
+
+    @property
+    def mtu(self):
+        """Largest message both ends take in one packet (UD payloads must fit)."""
+        return min(self.server.mtu, self.client.mtu)
+
+
+def configure(g, kind):
+    """Unload every RDMA link in g, then add the one device of kind on eth0."""
+    unload_all_rdma_links(g)
+    if kind == "rxe":
+        g.check("modprobe rdma_rxe")
+    add_link(g, DEVNAME[kind], "eth0", kind)
+    side = Side(g, kind)
+
+    def gids():
+        try:
+            return {f: gid_index(g, side.dev, ipv6=(f == "ipv6")) for f in ("ipv4", "ipv6")}
+        except AssertionError:
+            return None
+    # ib_core fills the GID table from the netdev's addresses asynchronously.
+    side.gid = wait_for(gids, timeout=30, what="IPv4 and IPv6 RoCE v2 GIDs on %s" % side.dev)
+    side.mtu = active_mtu(g, side.dev)
+    return side
+
+
+@pytest.fixture(scope="module", params=PAIRS)
+def pair(request, rig):
+    kinds = request.param
+    rig.mark_consoles()
+    sides = [configure(g, k) for g, k in zip(rig.guests, kinds)]
+    bad = rig.bad_console_lines()
+    if bad:
+        pytest.fail("guest console shows kernel problems while configuring %s:\n%s" %
+                    ("-".join(kinds), "\n".join(bad)))
+    yield Pair(*sides)
+    rig.mark_consoles()
+    for g in rig.guests:
+        unload_all_rdma_links(g)
+    bad = rig.bad_console_lines()
+    if bad:
+        pytest.fail("guest console shows kernel problems while removing %s:\n%s" %
+                    ("-".join(kinds), "\n".join(bad)))
+
+
+def both_ok(s, c):
+    assert c.rc == 0, "client failed: %r\nserver: %r" % (c, s)
+    assert s.rc == 0, "server failed: %r\nclient: %r" % (s, c)
+
+
+# ------------------------------------------------------------ ibverbs-utils pingpongs
+
+def ud_size(pair):
+    # ibv_ud_pingpong refuses messages larger than the port's active MTU (the 40-byte
+    # GRH it posts in front of each receive buffer is not part of the message).
+    return pair.mtu
+
+
+PINGPONGS = [
+    pytest.param("ibv_rc_pingpong", 1, id="rc-1"),
+    pytest.param("ibv_rc_pingpong", 4096, id="rc-4096"),
+    pytest.param("ibv_rc_pingpong", 65536, id="rc-65536"),
+    pytest.param("ibv_uc_pingpong", 4096, id="uc-4096"),
+    pytest.param("ibv_ud_pingpong", ud_size, id="ud-mtu"),
+    pytest.param("ibv_srq_pingpong", 4096, id="srq-4096"),
+]
+
+
+@pytest.mark.parametrize("family", ["ipv4", "ipv6"])
+@pytest.mark.parametrize("prog,size", PINGPONGS)
+def test_pingpong(pair, prog, size, family):
+    """-c: the server checks the received data; -g: the GID index of the family
+    (looked up, not assumed); -i 1: port. The QP exchange over TCP always uses
+    IPv4: the pingpong servers listen on 0.0.0.0 only."""
+    if callable(size):
+        size = size(pair)
+    srv, cli = pair.server, pair.client
+
+    def cmd(side, host=""):
+        return "%s -d %s -i 1 -g %d -c -s %d -n %d %s" % (prog, side.dev, side.gid[family],
+                                                          size, ITERS, host)
+    s, c = client_server(srv.guest, cmd(srv), cli.guest, cmd(cli, srv.guest.ip4),
+                         timeout=TIMEOUT)
+    both_ok(s, c)
+    for who, r in (("server", s), ("client", c)):
+        assert "%d iters in" % ITERS in r.out, "%s printed no result: %r" % (who, r)
+        assert "invalid data" not in r.out + r.err, "%s: data check failed: %r" % (who, r)
+
+
+# ------------------------------------------------------------ perftest
+
+# name -> (program, extra flags with {mtu}, message size printed in the result line)
+PERFTEST = {
+    "write_bw": ("ib_write_bw", "-s 65536 -n %d --report_gbits" % ITERS, 65536),
+    "read_bw": ("ib_read_bw", "-s 65536 -n %d --report_gbits" % ITERS, 65536),
+    "send_bw": ("ib_send_bw", "-s 65536 -n %d --report_gbits" % ITERS, 65536),
+    "atomic_bw": ("ib_atomic_bw", "-n %d --report_gbits" % ITERS, 8),
+    "write_lat": ("ib_write_lat", "-s 2 -n %d" % ITERS, 2),
+    "read_lat": ("ib_read_lat", "-s 2 -n %d" % ITERS, 2),
+    "send_lat": ("ib_send_lat", "-s 2 -n %d" % ITERS, 2),
+    "atomic_lat": ("ib_atomic_lat", "-n %d" % ITERS, 8),
+    # UD messages must fit one packet
+    "send_bw_ud": ("ib_send_bw", "-c UD -s {mtu} -n %d --report_gbits" % ITERS, "{mtu}"),
+    # four QPs at once; perftest reports iterations summed over the QPs
+    "write_bw_4qp": ("ib_write_bw", "-q 4 -s 65536 -n 50 --report_gbits", 65536),
+}
+
+# A result row: "#bytes #iterations" followed by numbers (bw: peak, average, msg rate;
+# lat: min, max, typical, average, stdev, percentiles).
+RESULT_ROW = r"^\s*%s\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+"
+
+
+@pytest.mark.parametrize("name", list(PERFTEST))
+def test_perftest(pair, name):
+    """-d: each end names the device of its own kind; -i 1: port; -x: the IPv4
+    RoCE v2 GID index; -F: no cpufreq warning or failure (no cpufreq in a guest).
+    Server and client must be given the same size, iterations and QP count."""
+    prog, flags, size = PERFTEST[name]
+    flags = flags.replace("{mtu}", str(pair.mtu))
+    size = str(pair.mtu) if size == "{mtu}" else str(size)
+    srv, cli = pair.server, pair.client
+
+    def cmd(side, host=""):
+        return "%s -d %s -i 1 -x %d -F %s %s" % (prog, side.dev, side.gid["ipv4"], flags, host)
+    s, c = client_server(srv.guest, cmd(srv), cli.guest, cmd(cli, srv.guest.ip4),
+                         timeout=TIMEOUT)
+    both_ok(s, c)
+    assert re.search(RESULT_ROW % size, c.out, re.M), "client printed no result line: %r" % c
