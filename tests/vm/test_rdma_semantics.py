@@ -1,0 +1,370 @@
+# SPDX-License-Identifier: GPL-2.0
+"""RDMA semantics with every byte and every completion checked: sroce-rdma-test.
+
+Loopback: one guest, one device, fresh QP pairs per case connected to each
+other through the device's own RoCE v2 GID. The tool runs once per device
+and address family with all its cases; every case is a test here that
+asserts the case's own PASS line (the tool prints "PASS|FAIL <case>" and,
+for a failure, one "  <case>: <problem>" line per problem). Every case runs
+over the IPv4 GID, the LOOPBACK_IPV6 subset over the global IPv6 one.
+
+Two hosts: the server (responder) in guest 0, the client (requester) in
+guest 1, all two-host cases in one run per pair of device kinds and address
+family, like test_verbs.py:
+
+  sroce-sroce, sroce-rxe, rxe-sroce   always
+  rxe-rxe                             the harness baseline, only with
+                                      SROCE_TEST_RXE_BASELINE=1
+
+Loopback runs on sroce0; with SROCE_TEST_RXE_BASELINE=1 also on rxe0.
+Where rdma_rxe itself deviates from the IBTA semantics the tool asserts
+(RXE_DEVIATIONS), its failure is reported as an expected failure with the
+reason, on rxe only; sroce is held to the full semantics.
+
+Guest consoles are checked around every tool run. A WARNING, BUG, hung task
+etc. printed during a run cannot be pinned on one case, so it fails every
+test of that run, each still showing its own case's verdict.
+
+A tool stuck in the kernel (uninterruptible, immune to SIGKILL) would also
+block the guest agent, which waits for the process it runs, and every test
+after it would spend minutes on timeouts. So the tool runs in the background
+under a guest-side shell that gives up after a time limit and returns,
+reporting "HUNG" and the kernel stacks of the stuck process. That guest is
+then marked as wedged: later runs needing it are reported as not run.
+"""
+import os
+import re
+import subprocess
+
+import pytest
+
+from conftest import (REPO, TOOLS, add_link, client_server, gid_index, unload_all_rdma_links,
+                      wait_for)
+import rig as rigmod
+
+BASELINE = os.environ.get("SROCE_TEST_RXE_BASELINE") == "1"
+DEVNAME = {"sroce": "sroce0", "rxe": "rxe0"}
+TOOL = TOOLS + "/sroce-rdma-test"
+HOST_TOOL = os.path.join(REPO, "build", "cmake", "userspace", "tools", "sroce-rdma-test")
+PORT = 18524
+# Deadline of every wait for completions inside the tool: ample under TCG (a
+# 1 MiB transfer takes under a second) while a dead data path fails fast.
+WAIT = 10
+# Time budget of one run (--budget): cases left when it is spent are reported
+# as failed without running, so a data path that drops everything (each case
+# then waits out its deadline) cannot stretch the module to many minutes.
+# A healthy run takes a few seconds.
+BUDGET = {"loopback": 150, "loopback-ipv6": 60, "two-host": 90}
+# The tool prints a line per case and its watchdog ends a case hung in user
+# space after 10 * WAIT s: a run silent for longer than STALL is stuck in the
+# kernel. No run may take longer than its budget plus STALL.
+STALL = 10 * WAIT + 20
+HUNG_RC = 125
+
+# guest name -> why it cannot be used any more (a process stuck in the kernel)
+WEDGED = {}
+
+# `sroce-rdma-test --list` (test_case_lists_match_the_tool keeps these honest)
+LOOPBACK_CASES = [
+    "rc_send", "rc_send_multi_sge", "rc_send_imm", "rc_send_inline", "rc_send_unsignaled",
+    "rc_send_solicited", "rc_write", "rc_write_imm", "rc_read", "rc_atomic_fetch_add",
+    "rc_atomic_cmp_swp", "rc_chain_100", "rc_read_fence_send", "uc_send", "uc_write",
+    "ud_send", "ud_send_imm", "srq_shared", "srq_limit", "err_bad_rkey",
+    "err_read_out_of_bounds", "err_write_no_remote_access", "err_bad_lkey",
+    "err_recv_too_small", "err_rnr_retry_exceeded", "err_rnr_retry_recovers",
+    "err_flush_on_error", "comp_channel",
+]
+LOOPBACK_IPV6 = ["rc_send", "rc_read", "uc_send", "ud_send", "ud_send_imm"]
+# `sroce-rdma-test --list --client x`
+HOST_CASES = ["rc_send", "rc_write", "rc_read", "rc_atomic", "rc_read_fence_send", "uc_send",
+              "uc_write", "ud_send"]
+
+# Where rdma_rxe (Linux 6.1) itself does not give the IBTA completion status.
+RXE_DEVIATIONS = {
+    "err_bad_lkey": "rxe completes a SEND whose SGE has an invalid lkey with "
+                    "IBV_WC_LOC_QP_OP_ERR, not IBV_WC_LOC_PROT_ERR (rxe_req.c: lookup_mr "
+                    "fails with -EINVAL, only -EFAULT maps to LOC_PROT_ERR)",
+    "err_recv_too_small": "rxe treats a SEND longer than the receive buffer as a malformed "
+                          "WQE: sender IBV_WC_REM_OP_ERR, receiver IBV_WC_LOC_QP_OP_ERR, not "
+                          "REM_INV_REQ_ERR / LOC_LEN_ERR (rxe_mr.c copy_data returns -EINVAL "
+                          "when length > resid, before the -ENOSPC length path)",
+}
+
+KINDS = [pytest.param("sroce", id="sroce"),
+         pytest.param("rxe", id="rxe", marks=pytest.mark.skipif(
+             not BASELINE, reason="rxe harness baseline: set SROCE_TEST_RXE_BASELINE=1"))]
+PAIRS = [
+    pytest.param(("sroce", "sroce"), id="sroce-sroce"),
+    pytest.param(("sroce", "rxe"), id="sroce-rxe"),
+    pytest.param(("rxe", "sroce"), id="rxe-sroce"),
+    pytest.param(("rxe", "rxe"), id="rxe-rxe",
+                 marks=pytest.mark.skipif(not BASELINE, reason="rxe<->rxe harness baseline: "
+                                          "set SROCE_TEST_RXE_BASELINE=1")),
+]
+FAMILIES = ["ipv4", "ipv6"]
+
+CASE_LINE = re.compile(r"^(PASS|FAIL) (\S+) \(([\d.]+) s\)(?:: (.*))?$")
+DETAIL_LINE = re.compile(r"^  (\S+): (.*)$")
+HEADER = re.compile(r"^device \S+ port \d+: gid\[(\d+)\]")
+
+
+class Run:
+    """One tool run: per-case verdicts and problem lines, how the run ended,
+    and the kernel problems the guest consoles showed meanwhile."""
+
+    def __init__(self, result, what, expected_gid=None, console=()):
+        self.result, self.what = result, what
+        self.expected_gid = expected_gid
+        self.console = list(console)
+        self.cases = {}     # name -> (verdict, seconds, [detail lines])
+        self.gid = None
+        details = {}
+        for line in result.out.splitlines():
+            m = CASE_LINE.match(line)
+            if m:
+                self.cases[m.group(2)] = (m.group(1), float(m.group(3)),
+                                          details.pop(m.group(2), []))
+                continue
+            m = DETAIL_LINE.match(line)
+            if m:
+                details.setdefault(m.group(1), []).append(m.group(2))
+                continue
+            m = HEADER.match(line)
+            if m:
+                self.gid = int(m.group(1))
+        self.completed = re.search(r"^RESULT: (PASS|FAIL) \(", result.out, re.M) is not None
+        self.hung = result.rc == HUNG_RC and "HUNG:" in result.out
+
+    def tail(self):
+        return "rc=%s\n--- stdout (tail)\n%s\n--- stderr (tail)\n%s" % (
+            self.result.rc, self.result.out[-4000:], self.result.err[-2000:])
+
+    def verdict(self, case):
+        """(passed, text): text explains a failure or a missing result."""
+        if case not in self.cases:
+            if self.hung:
+                why = ("the tool got stuck in the kernel before this case's result (the case "
+                       "it was running is the first without a result line)")
+            else:
+                why = "no result for case %s" % case
+            return False, "%s: %s\n%s" % (self.what, why, self.tail())
+        verdict, secs, details = self.cases[case]
+        text = "%s: %s %s (%.2f s)\n  %s" % (self.what, verdict, case, secs,
+                                             "\n  ".join(details))
+        return verdict == "PASS", text
+
+    def check_console(self, text=""):
+        assert not self.console, "guest console shows kernel problems during %s:\n%s\n%s" % (
+            self.what, "\n".join(self.console), text)
+
+    def check_completed(self):
+        assert self.completed and self.result.rc in (0, 1), \
+            "%s did not complete:\n%s" % (self.what, self.tail())
+        assert self.gid == self.expected_gid, "%s: tool picked GID %s, want %s\n%s" % (
+            self.what, self.gid, self.expected_gid, self.tail())
+
+
+def guarded(cmd, budget):
+    """cmd run in the background by a guest shell that SIGKILLs it once it has
+    printed nothing for STALL seconds or has run for budget + STALL. A process
+    still there after SIGKILL is stuck in the kernel: the shell prints HUNG and
+    its threads' kernel stacks and exits HUNG_RC without waiting for it.
+    Otherwise it exits with the command's status (137: killed). stdout and
+    stderr of cmd come out on stdout, in order."""
+    return (
+        "o=$(mktemp); (exec %(cmd)s >$o 2>&1 </dev/null) & p=$!; "
+        "alive() { s=$(cut -d' ' -f3 /proc/$p/stat 2>/dev/null); [ -n \"$s\" ] && "
+        "[ \"$s\" != Z ]; }; "
+        "end=$((SECONDS + %(limit)d)); last=$SECONDS; size=0; "
+        "while alive && [ $SECONDS -lt $end ] && [ $((SECONDS - last)) -lt %(stall)d ]; do "
+        "sleep 0.3; n=$(stat -c %%s $o); [ \"$n\" != \"$size\" ] && size=$n && last=$SECONDS; "
+        "done; "
+        "if alive; then kill -9 $p; sleep 2; fi; "
+        "if alive; then cat $o; echo \"HUNG: pid $p still there after SIGKILL, state "
+        "$(cut -d' ' -f3 /proc/$p/stat)\"; for t in /proc/$p/task/*; do "
+        "echo \"--- kernel stack of task ${t##*/} ($(cat $t/comm)):\"; cat $t/stack; done; "
+        "exit %(hung)d; fi; "
+        "wait $p; rc=$?; cat $o; rm -f $o; "
+        "[ $rc = 137 ] && echo \"KILLED: no output for %(stall)d s or over %(limit)d s\"; "
+        "exit $rc" % {"cmd": cmd, "limit": budget + STALL, "stall": STALL, "hung": HUNG_RC})
+
+
+def not_run(cmd, guests):
+    why = "; ".join("%s is unusable: %s" % (g.name, WEDGED[g.name])
+                    for g in guests if g.name in WEDGED)
+    return rigmod.Result(cmd, -1, "", "not run: " + why)
+
+
+def note_hang(g, r, what):
+    if r.rc == HUNG_RC and "HUNG:" in r.out:
+        WEDGED[g.name] = "%s got stuck in the kernel" % what
+
+
+def tool_cmd(dev, budget, *args):
+    return "%s -d %s --timeout %d --budget %d %s" % (TOOL, dev, WAIT, budget, " ".join(args))
+
+
+def configure(g, kind):
+    """Unload every RDMA link in g, add the one device of kind on eth0, wait for
+    its IPv4 and IPv6 RoCE v2 GIDs; returns {family: gid index}."""
+    if g.name in WEDGED:
+        pytest.fail("%s is unusable: %s" % (g.name, WEDGED[g.name]))
+    unload_all_rdma_links(g)
+    if kind == "rxe":
+        g.check("modprobe rdma_rxe")
+    dev = add_link(g, DEVNAME[kind], "eth0", kind)
+
+    def gids():
+        try:
+            return {f: gid_index(g, dev, ipv6=(f == "ipv6")) for f in FAMILIES}
+        except AssertionError:
+            return None
+    return wait_for(gids, timeout=30, what="IPv4 and IPv6 RoCE v2 GIDs on %s" % dev)
+
+
+def configured(rig, guests_kinds, what):
+    """configure() each (guest, kind); a kernel problem meanwhile fails the setup."""
+    rig.mark_consoles()
+    gids = [configure(g, k) for g, k in guests_kinds]
+    bad = rig.bad_console_lines()
+    if bad:
+        pytest.fail("guest console shows kernel problems while adding %s:\n%s" %
+                    (what, "\n".join(bad)))
+    return gids
+
+
+def unconfigure(rig, guests, what):
+    rig.mark_consoles()
+    for g in guests:
+        if g.name not in WEDGED:
+            unload_all_rdma_links(g)
+    bad = rig.bad_console_lines()
+    if bad:
+        pytest.fail("guest console shows kernel problems while removing %s:\n%s" %
+                    (what, "\n".join(bad)))
+
+
+def judge(run, case, kind):
+    ok, text = run.verdict(case)
+    run.check_console(text)
+    if not ok and kind == "rxe" and case in RXE_DEVIATIONS:
+        pytest.xfail("rdma_rxe deviation: %s\n%s" % (RXE_DEVIATIONS[case], text))
+    assert ok, text
+
+
+# ------------------------------------------------------------ loopback
+
+@pytest.fixture(scope="module", params=KINDS)
+def loopback(request, rig):
+    """Both loopback runs in one guest (0 unless wedged) on one device:
+    (kind, {family: Run})."""
+    kind = request.param
+    # guest 0 unless a process stuck in its kernel made it unusable
+    g = next((x for x in rig.guests if x.name not in WEDGED), rig[0])
+    gids = configured(rig, [(g, kind)], DEVNAME[kind])
+    runs = {}
+    for family in FAMILIES:
+        if family == "ipv6":
+            budget = BUDGET["loopback-ipv6"]
+            cmd = tool_cmd(DEVNAME[kind], budget, "--ipv6",
+                           *["--case %s" % c for c in LOOPBACK_IPV6])
+        else:
+            budget = BUDGET["loopback"]
+            cmd = tool_cmd(DEVNAME[kind], budget)
+        what = "loopback in %s on %s over %s" % (g.name, DEVNAME[kind], family)
+        rig.mark_consoles()
+        if g.name in WEDGED:
+            r = not_run(cmd, [g])
+        else:
+            r = g.run(guarded(cmd, budget), timeout=budget + STALL + 30)
+            note_hang(g, r, what)
+        runs[family] = Run(r, what, gids[0][family], rig.bad_console_lines())
+    yield kind, runs
+    unconfigure(rig, [g], DEVNAME[kind])
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_loopback_run(loopback, family):
+    """The run got through every case (no crash, no hang, no watchdog) on the
+    GID the suite's own lookup finds for the family."""
+    run = loopback[1][family]
+    run.check_console()
+    run.check_completed()
+
+
+LOOPBACK_PARAMS = ([pytest.param("ipv4", c, id="ipv4-" + c) for c in LOOPBACK_CASES] +
+                   [pytest.param("ipv6", c, id="ipv6-" + c) for c in LOOPBACK_IPV6])
+
+
+@pytest.mark.parametrize("family,case", LOOPBACK_PARAMS)
+def test_loopback(loopback, family, case):
+    kind, runs = loopback
+    judge(runs[family], case, kind)
+
+
+# ------------------------------------------------------------ two hosts
+
+@pytest.fixture(scope="module", params=PAIRS)
+def two_host(request, rig):
+    """Server in guest 0, client in guest 1, one run per address family:
+    (kinds, {family: (server Run, client Run)})."""
+    kinds = request.param
+    srv, cli = rig.guests
+    gids = configured(rig, list(zip(rig.guests, kinds)), "-".join(kinds))
+    budget = BUDGET["two-host"]
+    runs = {}
+    for family in FAMILIES:
+        fam = ["--ipv6"] if family == "ipv6" else []
+        host = srv.ip6 if family == "ipv6" else srv.ip4
+        scmd = tool_cmd(DEVNAME[kinds[0]], budget, "--server", "--port %d" % PORT, *fam)
+        ccmd = tool_cmd(DEVNAME[kinds[1]], budget, "--client", host, "--port %d" % PORT, *fam)
+        what = "%s server %s / %s client %s over %s" % (srv.name, DEVNAME[kinds[0]], cli.name,
+                                                        DEVNAME[kinds[1]], family)
+        rig.mark_consoles()
+        if srv.name in WEDGED or cli.name in WEDGED:
+            s, c = not_run(scmd, [srv, cli]), not_run(ccmd, [srv, cli])
+        else:
+            s, c = client_server(srv, guarded(scmd, budget), cli, guarded(ccmd, budget),
+                                 port=PORT, timeout=budget + STALL + 30)
+            note_hang(srv, s, what + " (server side)")
+            note_hang(cli, c, what + " (client side)")
+        bad = rig.bad_console_lines()
+        runs[family] = (Run(s, what + " (server side)", gids[0][family], bad),
+                        Run(c, what + " (client side)", gids[1][family], bad))
+    yield kinds, runs
+    unconfigure(rig, rig.guests, "-".join(kinds))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_two_host_run(two_host, family):
+    for run in two_host[1][family]:
+        run.check_console()
+        run.check_completed()
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("case", HOST_CASES)
+def test_two_host(two_host, family, case):
+    """Both sides exchange verdicts, so the client's line covers the server's
+    checks too; the server's line is shown with a failure."""
+    srv_run, cli_run = two_host[1][family]
+    ok, text = cli_run.verdict(case)
+    srv_ok, srv_text = srv_run.verdict(case)
+    cli_run.check_console(text + "\n" + srv_text)
+    assert ok, text + "\n" + srv_text
+    assert srv_ok, srv_text
+
+
+# ------------------------------------------------------------ the case lists
+
+def test_case_lists_match_the_tool():
+    """The lists above are the tool's own (--list needs no device: run on the host)."""
+    if not os.path.exists(HOST_TOOL):
+        pytest.fail("%s not built: run 'make userspace'" % HOST_TOOL)
+    loop = subprocess.run([HOST_TOOL, "--list"], capture_output=True, text=True, check=True)
+    host = subprocess.run([HOST_TOOL, "--list", "--client", "x"], capture_output=True, text=True,
+                          check=True)
+    assert loop.stdout.split() == LOOPBACK_CASES
+    assert host.stdout.split() == HOST_CASES
+    assert set(LOOPBACK_IPV6) <= set(LOOPBACK_CASES)
+    assert set(RXE_DEVIATIONS) <= set(LOOPBACK_CASES)
