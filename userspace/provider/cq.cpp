@@ -33,6 +33,8 @@ static_assert(offsetof(sroce_cq_ring_hdr, consumer) == SROCE_CQ_RING_LINE);
 static_assert(offsetof(sroce_cq_ring_hdr, arm) == 2 * SROCE_CQ_RING_LINE);
 static_assert(sizeof(ib_uverbs_wc) == SROCE_CQ_RING_WC_SIZE);
 static_assert(sizeof(sroce_create_cq_resp) == 24);
+static_assert(offsetof(sroce::cq, map) == sizeof(struct ibv_cq_ex),
+	      "sroce-objects-test (scribble) finds the ring pointer here");
 /* Ring wc_flags are libibverbs' values, so entries are copied as they are. */
 static_assert(SROCE_WC_FLAG_GRH == IBV_WC_GRH);
 static_assert(SROCE_WC_FLAG_WITH_IMM == IBV_WC_WITH_IMM);

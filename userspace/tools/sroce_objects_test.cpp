@@ -310,10 +310,12 @@ int mode_scribble(struct ibv_context *ctx)
 	int bad = 0;
 	for (struct ibv_cq *c : {cq, keep}) {
 		/*
-		 * The provider's CQ object (userspace/provider/sroce.h) keeps the
-		 * ring mapping in the pointer right after its struct ibv_cq.
+		 * The provider's CQ object (userspace/provider/sroce.h) starts
+		 * with a union of struct ibv_cq and struct ibv_cq_ex (the larger)
+		 * and keeps the ring mapping in the pointer right after it.
 		 */
-		auto *map = *reinterpret_cast<sroce_cq_ring_hdr **>(c + 1);
+		auto *map = *reinterpret_cast<sroce_cq_ring_hdr **>(
+			reinterpret_cast<char *>(c) + sizeof(struct ibv_cq_ex));
 		map->producer = 0xdeadbeef;
 		map->consumer = 0x12345678;
 		map->arm = 0xffffffff;
