@@ -101,6 +101,30 @@ static int sroce_rq_take(struct sroce_qp *qp)
 	return 0;
 }
 
+/*
+ * User space broke the receive ring (or the SRQ's): tell it with an async
+ * event, IB_EVENT_SRQ_ERR on the SRQ (once) and IB_EVENT_QP_FATAL on the QP;
+ * the caller then moves the QP to ERR.
+ */
+static void sroce_rq_broken_event(struct sroce_qp *qp)
+{
+	struct ib_event ev = {
+		.device = qp->ibqp.device,
+	};
+
+	if (qp->srq && !xchg(&qp->srq->broken, true) &&
+	    qp->srq->ibsrq.event_handler) {
+		ev.element.srq = &qp->srq->ibsrq;
+		ev.event = IB_EVENT_SRQ_ERR;
+		qp->srq->ibsrq.event_handler(&ev, qp->srq->ibsrq.srq_context);
+	}
+	if (!qp->resp_err && qp->ibqp.event_handler) {
+		ev.element.qp = &qp->ibqp;
+		ev.event = IB_EVENT_QP_FATAL;
+		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
+	}
+}
+
 static void sroce_recv_cqe(struct sroce_qp *qp, const struct sroce_recv_wqe *w,
 			   enum ib_wc_status status, enum ib_wc_opcode opcode,
 			   u32 byte_len, int flags, const u8 *imm, u32 src_qp,
@@ -268,9 +292,11 @@ static void sroce_resp_ud(struct sroce_qp *qp, const u8 *ip,
 	}
 	err = sroce_rq_take(qp);
 	if (err) {
-		if (err == -EIO)
+		if (err == -EIO) {
+			sroce_rq_broken_event(qp);
 			sroce_resp_fatal(qp, 0, SROCE_NAK_REMOTE_OP_ERROR,
 					 IB_WC_SUCCESS);
+		}
 		return;		/* UD: no receive WQE, the message is lost */
 	}
 	/* The GRH slot: the IPv6 header, or the IPv4 header in its last 20 bytes. */
@@ -535,6 +561,7 @@ static void sroce_resp_exec(struct sroce_qp *qp, const u8 *ip,
 				return;
 			}
 			if (err) {
+				sroce_rq_broken_event(qp);
 				sroce_resp_fatal(qp, psn, SROCE_NAK_REMOTE_OP_ERROR,
 						 IB_WC_SUCCESS);
 				return;
@@ -634,6 +661,7 @@ static void sroce_resp_exec(struct sroce_qp *qp, const u8 *ip,
 				return;
 			}
 			if (err) {
+				sroce_rq_broken_event(qp);
 				sroce_resp_fatal(qp, psn, SROCE_NAK_REMOTE_OP_ERROR,
 						 IB_WC_SUCCESS);
 				return;

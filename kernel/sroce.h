@@ -310,6 +310,7 @@ struct sroce_srq {
 	struct sroce_wq		wq;
 	u32			limit;		/* 0: not armed */
 	bool			dead;
+	bool			broken;		/* SRQ_ERR raised */
 };
 
 /* Kernel copy of a send WQE and the requester's progress on it. */

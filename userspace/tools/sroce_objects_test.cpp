@@ -11,11 +11,25 @@
  *   scribble  write garbage over a CQ ring header, then poll, arm (also
  *             through the kernel), destroy one CQ and exit with another
  *             still open; only this process may be hurt
+ *   wq-scribble [GID_INDEX]
+ *             break send, receive and SRQ rings of loopback QPs (RC pairs
+ *             connected through the device's own IPv4 RoCE v2 GID, UD QPs):
+ *             producers far ahead, garbage WQEs, random bytes written while
+ *             another thread posts; every QP concerned must fail alone
+ *             (error completions, error state), nothing may hang, and
+ *             everything must destroy. "RESULT: PASS" or "RESULT: FAIL".
  *
  * One line per check: "<check>: ok" or "<check>: FAIL <why>".
  */
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cinttypes>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <random>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +38,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -31,6 +46,13 @@
 #include <rdma/sroce-abi.h>
 
 #include "tool_util.h"
+
+/*
+ * The provider's own objects (userspace/provider/sroce.h): wq-scribble finds
+ * the ring mappings of a QP and an SRQ through them, so a change of layout
+ * breaks the build instead of scribbling somewhere else.
+ */
+#include "../provider/sroce.h"
 
 /* libibverbs' private command wrapper (IBVERBS_PRIVATE_34, driver.h v44). */
 extern "C" int ibv_cmd_req_notify_cq(struct ibv_cq *cq, int solicited_only);
@@ -336,16 +358,861 @@ int mode_scribble(struct ibv_context *ctx)
 	return bad ? 1 : 0;	/* exit with "keep" still open */
 }
 
+/* ------------------------------------------------------------------------ */
+/* wq-scribble: a process breaking its own send and receive rings.          */
+
+namespace wqs {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr double kWait = 8.0;		/* seconds, every wait */
+constexpr uint32_t kQkey = 0x11111111;
+constexpr size_t kBufSize = 1 << 20;
+constexpr uint32_t kMsg = 64;		/* bytes per SEND */
+
+struct Env {
+	struct ibv_context *ctx = nullptr;
+	struct ibv_pd *pd = nullptr;
+	struct ibv_mr *mr = nullptr;
+	char *buf = nullptr;
+	int gid_index = -1;
+	union ibv_gid gid = {};
+	std::mt19937 rng{20240611};
+};
+
+double since(Clock::time_point t0)
+{
+	return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+/* Port 1's RoCE v2 GID with an IPv4-mapped address, from sysfs. */
+int find_ipv4_gid(struct ibv_context *ctx, union ibv_gid *gid)
+{
+	const std::string base = std::string("/sys/class/infiniband/") +
+				 ibv_get_device_name(ctx->device) + "/ports/1/";
+	for (int i = 0; i < 1024; i++) {
+		std::ifstream t(base + "gid_attrs/types/" + std::to_string(i));
+		std::string type;
+		if (!t || !std::getline(t, type) || type.find("v2") == std::string::npos)
+			continue;
+		union ibv_gid g;
+		if (ibv_query_gid(ctx, 1, i, &g))
+			continue;
+		static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+		if (std::memcmp(g.raw, mapped, 12) == 0 &&
+		    (g.raw[12] | g.raw[13] | g.raw[14] | g.raw[15])) {
+			*gid = g;
+			return i;
+		}
+	}
+	return -1;
+}
+
+const char *state_name(int s)
+{
+	static const char *const n[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
+	return s >= 0 && s <= 6 ? n[s] : "?";
+}
+
+int qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = {};
+	struct ibv_qp_init_attr ia = {};
+	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia))
+		return -1;
+	return a.qp_state;
+}
+
+/* One QP with its own send and receive CQs. */
+struct Side {
+	struct ibv_cq *scq = nullptr;
+	struct ibv_cq *rcq = nullptr;
+	struct ibv_qp *qp = nullptr;
+	struct ibv_ah *ah = nullptr;	/* UD: towards the peer */
+	uint32_t peer_qpn = 0;
+};
+
+bool make_side(Env &e, Side &s, enum ibv_qp_type type, struct ibv_srq *srq = nullptr)
+{
+	s.scq = ibv_create_cq(e.ctx, 64, nullptr, nullptr, 0);
+	s.rcq = ibv_create_cq(e.ctx, 64, nullptr, nullptr, 0);
+	if (!s.scq || !s.rcq)
+		return false;
+	struct ibv_qp_init_attr ia = {};
+	ia.send_cq = s.scq;
+	ia.recv_cq = s.rcq;
+	ia.srq = srq;
+	ia.qp_type = type;
+	ia.cap.max_send_wr = 16;
+	ia.cap.max_recv_wr = srq ? 0 : 16;
+	ia.cap.max_send_sge = 4;
+	ia.cap.max_recv_sge = srq ? 0 : 4;
+	ia.cap.max_inline_data = 64;
+	s.qp = ibv_create_qp(e.pd, &ia);
+	return s.qp != nullptr;
+}
+
+bool rc_connect(Env &e, Side &s, uint32_t dqpn)
+{
+	struct ibv_qp_attr a = {};
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			    IBV_ACCESS_REMOTE_READ;
+	if (ibv_modify_qp(s.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		return false;
+	a = {};
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dqpn;
+	a.rq_psn = 0;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = e.gid;
+	a.ah_attr.grh.sgid_index = static_cast<uint8_t>(e.gid_index);
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	if (ibv_modify_qp(s.qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		return false;
+	a = {};
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 10;
+	a.retry_cnt = 1;
+	a.rnr_retry = 1;
+	a.sq_psn = 0;
+	a.max_rd_atomic = 1;
+	s.peer_qpn = dqpn;
+	return ibv_modify_qp(s.qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
+			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0;
+}
+
+bool ud_ready(Env &e, Side &s, uint32_t dqpn)
+{
+	struct ibv_qp_attr a = {};
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qkey = kQkey;
+	if (ibv_modify_qp(s.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			  IBV_QP_PORT | IBV_QP_QKEY))
+		return false;
+	a = {};
+	a.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(s.qp, &a, IBV_QP_STATE))
+		return false;
+	a = {};
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0;
+	if (ibv_modify_qp(s.qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
+		return false;
+	struct ibv_ah_attr ah = {};
+	ah.is_global = 1;
+	ah.grh.dgid = e.gid;
+	ah.grh.sgid_index = static_cast<uint8_t>(e.gid_index);
+	ah.grh.hop_limit = 64;
+	ah.port_num = 1;
+	s.ah = ibv_create_ah(e.pd, &ah);
+	s.peer_qpn = dqpn;
+	return s.ah != nullptr;
+}
+
+/* Destroys what exists; false if any destroy failed. */
+bool destroy_side(Side &s, std::string *why)
+{
+	bool ok = true;
+	auto one = [&](int rc, const char *what) {
+		if (rc) {
+			ok = false;
+			*why += std::string(" destroy_") + what + ":" + errno_text(rc);
+		}
+	};
+	if (s.ah)
+		one(ibv_destroy_ah(s.ah), "ah");
+	if (s.qp)
+		one(ibv_destroy_qp(s.qp), "qp");
+	if (s.scq)
+		one(ibv_destroy_cq(s.scq), "cq");
+	if (s.rcq)
+		one(ibv_destroy_cq(s.rcq), "cq");
+	s = Side{};
+	return ok;
+}
+
+/* Two RC QPs connected to each other, or two UD QPs that know each other. */
+struct Pair {
+	Side a, b;		/* a sends, b receives */
+	struct ibv_srq *srq = nullptr;	/* b's, if any */
+};
+
+bool make_pair(Env &e, Pair &p, enum ibv_qp_type type, bool b_on_srq = false)
+{
+	if (b_on_srq) {
+		struct ibv_srq_init_attr sa = {};
+		sa.attr.max_wr = 16;
+		sa.attr.max_sge = 4;
+		p.srq = ibv_create_srq(e.pd, &sa);
+		if (!p.srq)
+			return false;
+	}
+	if (!make_side(e, p.a, type) || !make_side(e, p.b, type, p.srq))
+		return false;
+	if (type == IBV_QPT_RC)
+		return rc_connect(e, p.a, p.b.qp->qp_num) &&
+		       rc_connect(e, p.b, p.a.qp->qp_num);
+	return ud_ready(e, p.a, p.b.qp->qp_num) && ud_ready(e, p.b, p.a.qp->qp_num);
+}
+
+bool destroy_pair(Pair &p, std::string *why)
+{
+	bool ok = destroy_side(p.a, why);
+	ok &= destroy_side(p.b, why);
+	if (p.srq) {
+		const int rc = ibv_destroy_srq(p.srq);
+		if (rc) {
+			ok = false;
+			*why += " destroy_srq:" + errno_text(rc);
+		}
+		p.srq = nullptr;
+	}
+	return ok;
+}
+
+/* Async events seen so far (read and acknowledged at once). */
+struct Event {
+	enum ibv_event_type type;
+	uint32_t qpn;		/* QP events */
+	bool srq;
+};
+std::vector<Event> events;
+
+void drain_events(struct ibv_context *ctx, double wait_s = 0)
+{
+	const auto t0 = Clock::now();
+	for (;;) {
+		struct pollfd pfd = {ctx->async_fd, POLLIN, 0};
+		const double left = wait_s - since(t0);
+		const int n = poll(&pfd, 1, left > 0 ? static_cast<int>(left * 1000) + 1 : 0);
+		if (n <= 0)
+			return;
+		struct ibv_async_event ev;
+		if (ibv_get_async_event(ctx, &ev))
+			return;
+		Event x = {ev.event_type, 0, false};
+		switch (ev.event_type) {
+		case IBV_EVENT_QP_FATAL:
+		case IBV_EVENT_QP_REQ_ERR:
+		case IBV_EVENT_QP_ACCESS_ERR:
+		case IBV_EVENT_COMM_EST:
+		case IBV_EVENT_SQ_DRAINED:
+		case IBV_EVENT_PATH_MIG:
+		case IBV_EVENT_PATH_MIG_ERR:
+		case IBV_EVENT_QP_LAST_WQE_REACHED:
+			x.qpn = ev.element.qp->qp_num;
+			break;
+		case IBV_EVENT_SRQ_ERR:
+		case IBV_EVENT_SRQ_LIMIT_REACHED:
+			x.srq = true;
+			break;
+		default:
+			break;
+		}
+		std::printf("  async event: %s qpn=%u\n", ibv_event_type_str(ev.event_type), x.qpn);
+		ibv_ack_async_event(&ev);
+		events.push_back(x);
+		wait_s = 0;	/* one event waited for; pick up the rest without waiting */
+	}
+}
+
+bool saw_event(uint32_t qpn, enum ibv_event_type t)
+{
+	for (const Event &x : events)
+		if (x.type == t && x.qpn == qpn)
+			return true;
+	return false;
+}
+
+/* The next completion of cq, or false at the deadline. */
+bool wait_wc(struct ibv_cq *cq, struct ibv_wc *wc, double secs = kWait)
+{
+	const auto t0 = Clock::now();
+	for (;;) {
+		const int n = ibv_poll_cq(cq, 1, wc);
+		if (n > 0)
+			return true;
+		if (n < 0 || since(t0) > secs)
+			return false;
+		usleep(200);
+	}
+}
+
+/* Wait until qp is in ERR (or the deadline); returns the last state seen. */
+int wait_err(struct ibv_qp *qp, double secs = kWait)
+{
+	const auto t0 = Clock::now();
+	for (;;) {
+		const int s = qp_state(qp);
+		if (s == IBV_QPS_ERR || s < 0 || since(t0) > secs)
+			return s;
+		usleep(1000);
+	}
+}
+
+std::string wc_text(const struct ibv_wc &wc)
+{
+	char b[128];
+	std::snprintf(b, sizeof(b), "wr_id=0x%" PRIx64 " %s", wc.wr_id,
+		      ibv_wc_status_str(wc.status));
+	return b;
+}
+
+/* ----------------------------------------------------------- raw WQEs */
+
+sroce::wq::ring &sq_of(struct ibv_qp *qp)
+{
+	return sroce::get_qp(qp)->sq;
+}
+
+sroce::wq::ring &rq_of(struct ibv_qp *qp)
+{
+	return sroce::get_qp(qp)->rq;
+}
+
+sroce::wq::ring &rq_of(struct ibv_srq *srq)
+{
+	return sroce::get_srq(srq)->rq;
+}
+
+size_t slot_size(const sroce::wq::ring &r)
+{
+	return size_t{1} << r.wqe_shift;
+}
+
+/*
+ * Write one WQE straight into the ring at the provider's producer count
+ * (so later ibv_post_* calls go after it) and publish it. fill gets the
+ * slot, zeroed, and its size.
+ */
+bool raw_wqe(sroce::wq::ring &r, const std::function<void(unsigned char *, size_t)> &fill)
+{
+	if (!sroce::wq::reserve(r))
+		return false;
+	auto *slot = static_cast<unsigned char *>(sroce::wq::slot(r));
+	std::memset(slot, 0, slot_size(r));
+	fill(slot, slot_size(r));
+	sroce::wq::advance(r);
+	sroce::wq::publish(r);
+	return true;
+}
+
+void ring_doorbell(struct ibv_qp *qp)
+{
+	const int rc = sroce::wq::ring_doorbell(qp->context->cmd_fd, qp->handle);
+	if (rc)
+		std::printf("  doorbell: %s\n", errno_text(rc).c_str());
+}
+
+/* A valid SEND (signaled) from the MR. */
+int post_send(Env &e, Side &s, uint64_t wr_id, uint32_t off = 0)
+{
+	struct ibv_sge sge = {reinterpret_cast<uintptr_t>(e.buf + off), kMsg, e.mr->lkey};
+	struct ibv_send_wr wr = {}, *bad = nullptr;
+	wr.wr_id = wr_id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	if (s.ah) {
+		wr.wr.ud.ah = s.ah;
+		wr.wr.ud.remote_qpn = s.peer_qpn;
+		wr.wr.ud.remote_qkey = kQkey;
+	}
+	return ibv_post_send(s.qp, &wr, &bad);
+}
+
+int post_recv(Env &e, Side &s, struct ibv_srq *srq, uint64_t wr_id, uint32_t off)
+{
+	struct ibv_sge sge = {reinterpret_cast<uintptr_t>(e.buf + off), 4096, e.mr->lkey};
+	struct ibv_recv_wr wr = {}, *bad = nullptr;
+	wr.wr_id = wr_id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	return srq ? ibv_post_srq_recv(srq, &wr, &bad) : ibv_post_recv(s.qp, &wr, &bad);
+}
+
+/* ------------------------------------------------------ 1: SQ producer */
+
+void sq_producer(Env &e, const char *name, int64_t delta)
+{
+	Pair p;
+	std::string why;
+	if (!make_pair(e, p, IBV_QPT_RC)) {
+		check(name, false, "setup: " + errno_text(errno));
+		destroy_pair(p, &why);
+		return;
+	}
+	auto &sq = sq_of(p.a.qp);
+	const uint32_t cons = __atomic_load_n(&sq.hdr->consumer, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&sq.hdr->producer, static_cast<uint32_t>(cons + delta),
+			 __ATOMIC_RELEASE);
+	const auto t0 = Clock::now();
+	ring_doorbell(p.a.qp);
+	const int st = wait_err(p.a.qp);
+	const auto t1 = Clock::now();
+	while (!saw_event(p.a.qp->qp_num, IBV_EVENT_QP_FATAL) && since(t1) < 2.0)
+		drain_events(e.ctx, 0.1);
+	const bool fatal = saw_event(p.a.qp->qp_num, IBV_EVENT_QP_FATAL);
+	std::printf("  %s: state %s after %.3f s, QP_FATAL %s\n", name, state_name(st),
+		    since(t0), fatal ? "seen" : "not seen");
+	/* The provider republishes its own producer: the kernel must flush, not hang. */
+	const int prc = post_send(e, p.a, 0x5e9d);
+	struct ibv_wc wc;
+	const bool got = wait_wc(p.a.scq, &wc, 3.0);
+	std::printf("  %s: post_send after: %d, completion: %s\n", name, prc,
+		    got ? wc_text(wc).c_str() : "none");
+	/* the peer is unharmed by A's broken ring: it still is in RTS */
+	const int bst = qp_state(p.b.qp);
+	const bool destroyed = destroy_pair(p, &why);
+	check(name, st == IBV_QPS_ERR && bst == IBV_QPS_RTS && destroyed,
+	      std::string("state ") + state_name(st) + ", peer " + state_name(bst) + why);
+	check(std::string(name) + "_fatal_event", fatal, "no IBV_EVENT_QP_FATAL in 2 s");
+}
+
+/* ------------------------------------------------------ 2: garbage SQ WQEs */
+
+using Fill = std::function<void(Env &, Pair &, unsigned char *, size_t)>;
+
+void sq_garbage(Env &e, const char *name, enum ibv_qp_type type, const Fill &fill,
+		std::initializer_list<enum ibv_wc_status> want)
+{
+	Pair p;
+	std::string why;
+	if (!make_pair(e, p, type)) {
+		check(name, false, "setup: " + errno_text(errno));
+		destroy_pair(p, &why);
+		return;
+	}
+	for (int i = 0; i < 4; i++)
+		post_recv(e, p.b, nullptr, 0x7000 + i, 65536 + i * 4096);
+	bool ok = raw_wqe(sq_of(p.a.qp), [&](unsigned char *s, size_t n) {
+		fill(e, p, s, n);
+	});
+	if (!ok)
+		why += " no room in the SQ";
+	/* A valid WR right behind it: the provider rings the doorbell. */
+	const int prc1 = post_send(e, p.a, 0x600d1);
+	struct ibv_wc w1 = {}, w2 = {}, w3 = {};
+	const bool g1 = wait_wc(p.a.scq, &w1);
+	const bool g2 = wait_wc(p.a.scq, &w2);
+	const int st = wait_err(p.a.qp);
+	/* and one posted after the QP went to ERR */
+	const int prc2 = post_send(e, p.a, 0x600d2);
+	const bool g3 = wait_wc(p.a.scq, &w3);
+	std::printf("  %s: %s | %s | state %s | later %s (post %d/%d)\n", name,
+		    g1 ? wc_text(w1).c_str() : "no completion",
+		    g2 ? wc_text(w2).c_str() : "no completion", state_name(st),
+		    g3 ? wc_text(w3).c_str() : "no completion", prc1, prc2);
+	bool status_ok = false;
+	for (auto w : want)
+		status_ok |= g1 && w1.status == w;
+	if (!g1 || !status_ok)
+		why += " first completion " + (g1 ? wc_text(w1) : std::string("missing"));
+	else if (w1.wr_id != 0xbad)
+		why += " first completion is not the garbage WQE";
+	if (!g2 || w2.status != IBV_WC_WR_FLUSH_ERR || w2.wr_id != 0x600d1)
+		why += " second completion " + (g2 ? wc_text(w2) : std::string("missing"));
+	if (st != IBV_QPS_ERR)
+		why += std::string(" state ") + state_name(st);
+	if (prc2 == 0 && (!g3 || w3.status != IBV_WC_WR_FLUSH_ERR))
+		why += " later WR " + (g3 ? wc_text(w3) : std::string("not completed"));
+	drain_events(e.ctx);
+	const int bst = qp_state(p.b.qp);
+	if (bst != IBV_QPS_RTS)
+		why += std::string(" peer in ") + state_name(bst);
+	const bool destroyed = destroy_pair(p, &why);
+	check(name, why.empty() && destroyed, why);
+}
+
+sroce_send_wqe *hdr(unsigned char *s)
+{
+	return reinterpret_cast<sroce_send_wqe *>(s);
+}
+
+sroce_sge *sges(unsigned char *s)
+{
+	return reinterpret_cast<sroce_sge *>(s + sizeof(sroce_send_wqe));
+}
+
+/* A well-formed signaled SEND of kMsg bytes from the MR, to be spoiled. */
+void good_send(Env &e, Pair &p, unsigned char *s)
+{
+	sroce_send_wqe *w = hdr(s);
+	w->wr_id = 0xbad;
+	w->opcode = IBV_WR_SEND;
+	w->send_flags = SROCE_SEND_SIGNALED;
+	w->num_sge = 1;
+	sges(s)[0] = {reinterpret_cast<uintptr_t>(e.buf), kMsg, e.mr->lkey};
+	if (p.a.ah) {
+		w->wr.ud.ah_num = sroce::get_ah(p.a.ah)->ah_num;
+		w->wr.ud.remote_qpn = p.b.qp->qp_num;
+		w->wr.ud.remote_qkey = kQkey;
+	}
+}
+
+/* ------------------------------------------------------ 3: receive rings */
+
+struct RecvOutcome {
+	bool recv_err = false;		/* an error completion on b's RQ/SRQ */
+	bool recv_ok = false;		/* a successful one */
+	int b_state = -1;
+	bool send_done = false;
+	struct ibv_wc send_wc = {};
+	std::string recv_text;
+};
+
+/* a sends one message to b; collect what both sides see (deadlines). */
+RecvOutcome send_and_watch(Env &e, Pair &p, bool reliable)
+{
+	RecvOutcome o;
+	const int prc = post_send(e, p.a, 0x5e7d);
+	if (prc)
+		std::printf("  post_send: %s\n", errno_text(prc).c_str());
+	const auto t0 = Clock::now();
+	while (since(t0) < kWait) {
+		struct ibv_wc wc;
+		if (ibv_poll_cq(p.b.rcq, 1, &wc) > 0) {
+			(wc.status == IBV_WC_SUCCESS ? o.recv_ok : o.recv_err) = true;
+			o.recv_text += " " + wc_text(wc);
+		}
+		if (!o.send_done && ibv_poll_cq(p.a.scq, 1, &o.send_wc) > 0)
+			o.send_done = true;
+		o.b_state = qp_state(p.b.qp);
+		const bool b_done = o.recv_err || o.recv_ok || o.b_state == IBV_QPS_ERR;
+		if (o.send_done && b_done && (reliable || since(t0) > 0.2))
+			break;
+		usleep(500);
+	}
+	drain_events(e.ctx);
+	return o;
+}
+
+using RecvFill = std::function<void(Env &, sroce::wq::ring &)>;
+
+void producer_ahead(Env &, sroce::wq::ring &r);
+
+void recv_garbage(Env &e, const char *name, enum ibv_qp_type type, bool srq,
+		  const RecvFill &spoil)
+{
+	const bool broken_ring = spoil.target<void (*)(Env &, sroce::wq::ring &)>() &&
+				 *spoil.target<void (*)(Env &, sroce::wq::ring &)>() ==
+					 &producer_ahead;
+	Pair p;
+	std::string why;
+	if (!make_pair(e, p, type, srq)) {
+		check(name, false, "setup: " + errno_text(errno));
+		destroy_pair(p, &why);
+		return;
+	}
+	spoil(e, srq ? rq_of(p.srq) : rq_of(p.b.qp));
+	const bool reliable = type == IBV_QPT_RC;
+	const RecvOutcome o = send_and_watch(e, p, reliable);
+	std::printf("  %s: receiver%s%s, state %s; sender %s\n", name,
+		    o.recv_text.empty() ? " no completion" : "", o.recv_text.c_str(),
+		    state_name(o.b_state),
+		    o.send_done ? wc_text(o.send_wc).c_str() : "no completion");
+	if (o.recv_ok)
+		why += " the receiver completed a receive successfully";
+	if (!o.recv_err && o.b_state != IBV_QPS_ERR)
+		why += std::string(" receiver: no error completion, state ") +
+		       state_name(o.b_state);
+	if (!o.send_done)
+		why += " sender: no completion in time";
+	else if (reliable && o.send_wc.status == IBV_WC_SUCCESS)
+		why += " sender: SEND succeeded though nothing was received";
+	/*
+	 * A broken ring (producer more than entries ahead): sroce-abi.h promises
+	 * the error state with IB_EVENT_QP_FATAL; for an SRQ, IB_EVENT_SRQ_ERR
+	 * is accepted as well.
+	 */
+	bool fatal = false;
+	if (broken_ring) {
+		const uint32_t qpn = p.b.qp->qp_num;
+		auto seen = [&] {
+			if (saw_event(qpn, IBV_EVENT_QP_FATAL))
+				return true;
+			for (const Event &x : events)
+				if (srq && x.srq && x.type == IBV_EVENT_SRQ_ERR)
+					return true;
+			return false;
+		};
+		const auto t1 = Clock::now();
+		while (!seen() && since(t1) < 2.0)
+			drain_events(e.ctx, 0.1);
+		fatal = seen();
+		events.clear();
+	}
+	const bool destroyed = destroy_pair(p, &why);
+	check(name, why.empty() && destroyed, why);
+	if (broken_ring)
+		check(std::string(name) + "_fatal_event", fatal,
+		      srq ? "neither IBV_EVENT_QP_FATAL for the QP nor IBV_EVENT_SRQ_ERR in 2 s"
+			  : "no IBV_EVENT_QP_FATAL for the receiving QP in 2 s");
+}
+
+void producer_ahead(Env &, sroce::wq::ring &r)
+{
+	const uint32_t cons = __atomic_load_n(&r.hdr->consumer, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&r.hdr->producer, cons + (1u << 20), __ATOMIC_RELEASE);
+}
+
+void recv_num_sge_huge(Env &, sroce::wq::ring &r)
+{
+	/* every SGE the slot holds is empty: the message cannot fit */
+	raw_wqe(r, [](unsigned char *s, size_t) {
+		auto *w = reinterpret_cast<sroce_recv_wqe *>(s);
+		w->wr_id = 0xbad;
+		w->num_sge = 0xffffffff;
+	});
+}
+
+void recv_bad_lkey(Env &e, sroce::wq::ring &r)
+{
+	raw_wqe(r, [&](unsigned char *s, size_t n) {
+		auto *w = reinterpret_cast<sroce_recv_wqe *>(s);
+		auto *sg = reinterpret_cast<sroce_sge *>(s + sizeof(*w));
+		w->wr_id = 0xbad;
+		w->num_sge = 1;
+		(void)n;
+		sg[0] = {reinterpret_cast<uintptr_t>(e.buf), 4096, e.mr->lkey ^ 0x5a5a5a00};
+	});
+}
+
+void recv_random(Env &e, sroce::wq::ring &r)
+{
+	raw_wqe(r, [&](unsigned char *s, size_t n) {
+		for (size_t i = 0; i < n; i++)
+			s[i] = static_cast<unsigned char>(e.rng());
+		/* keep num_sge >= 1 and the lkey wrong, so it cannot be valid */
+		reinterpret_cast<sroce_recv_wqe *>(s)->num_sge |= 1;
+		auto *sg = reinterpret_cast<sroce_sge *>(s + sizeof(sroce_recv_wqe));
+		if (sg[0].lkey == e.mr->lkey)
+			sg[0].lkey ^= 1;
+		if (!sg[0].length)
+			sg[0].length = 1;
+	});
+}
+
+/* ------------------------------------------------------ 4: concurrency */
+
+void concurrent(Env &e, double secs)
+{
+	const char *name = "concurrent_sq_scribble";
+	Pair p;
+	std::string why;
+	if (!make_pair(e, p, IBV_QPT_RC)) {
+		check(name, false, "setup: " + errno_text(errno));
+		destroy_pair(p, &why);
+		return;
+	}
+	auto &sq = sq_of(p.a.qp);
+	unsigned char *map = reinterpret_cast<unsigned char *>(sq.hdr);
+	const size_t len = SROCE_WQ_SLOTS_OFF + (size_t{sq.entries} << sq.wqe_shift);
+	std::atomic<bool> stop{false};
+	std::atomic<uint64_t> scribbles{0}, doorbells{0};
+	std::thread scribbler([&] {
+		std::mt19937_64 rng(99);
+		while (!stop.load(std::memory_order_relaxed)) {
+			for (size_t i = 0; i + 8 <= len; i += 8) {
+				const uint64_t v = rng();
+				std::memcpy(map + i, &v, 8);
+			}
+			scribbles++;
+			if ((scribbles & 15) == 0) {
+				sroce::wq::ring_doorbell(p.a.qp->context->cmd_fd, p.a.qp->handle);
+				doorbells++;
+			}
+		}
+	});
+	uint64_t posted = 0, post_err = 0, recv_posted = 0;
+	std::map<int, uint64_t> sstat, rstat;
+	const auto t0 = Clock::now();
+	uint64_t n = 0;
+	while (since(t0) < secs) {
+		if (post_send(e, p.a, n++) == 0)
+			posted++;
+		else
+			post_err++;
+		if (post_recv(e, p.b, nullptr, n, 65536 + (n % 16) * 4096) == 0)
+			recv_posted++;
+		struct ibv_wc wc[16];
+		int k = ibv_poll_cq(p.a.scq, 16, wc);
+		for (int i = 0; i < k; i++)
+			sstat[wc[i].status]++;
+		k = ibv_poll_cq(p.b.rcq, 16, wc);
+		for (int i = 0; i < k; i++)
+			rstat[wc[i].status]++;
+		usleep(200);
+	}
+	stop = true;
+	scribbler.join();
+	std::printf("  %s: %.1f s, %" PRIu64 " ring scribbles, %" PRIu64
+		    " doorbells, %" PRIu64 " sends posted (%" PRIu64 " refused), %" PRIu64
+		    " receives posted\n", name, since(t0), scribbles.load(),
+		    doorbells.load(), posted, post_err, recv_posted);
+	for (auto &[s, c] : sstat)
+		std::printf("  %s: sender %s x%" PRIu64 "\n", name,
+			    ibv_wc_status_str(static_cast<enum ibv_wc_status>(s)), c);
+	for (auto &[s, c] : rstat)
+		std::printf("  %s: receiver %s x%" PRIu64 "\n", name,
+			    ibv_wc_status_str(static_cast<enum ibv_wc_status>(s)), c);
+	const int ast = qp_state(p.a.qp), bst = qp_state(p.b.qp);
+	std::printf("  %s: states %s / %s\n", name, state_name(ast), state_name(bst));
+	drain_events(e.ctx);
+	const bool destroyed = destroy_pair(p, &why);
+	check(name, destroyed && ast >= 0 && bst >= 0, why);
+}
+
+} // namespace wqs
+
+int mode_wq_scribble(struct ibv_context *ctx, const char *gid_arg)
+{
+	using namespace wqs;
+	Env e;
+	e.ctx = ctx;
+	const auto t0 = Clock::now();
+	fcntl(ctx->async_fd, F_SETFL, fcntl(ctx->async_fd, F_GETFL) | O_NONBLOCK);
+	if (gid_arg) {
+		e.gid_index = std::atoi(gid_arg);
+		if (ibv_query_gid(ctx, 1, e.gid_index, &e.gid))
+			e.gid_index = -1;
+	} else {
+		e.gid_index = find_ipv4_gid(ctx, &e.gid);
+	}
+	check("wq_gid", e.gid_index >= 0, "no IPv4 RoCE v2 GID on port 1");
+	e.pd = ibv_alloc_pd(ctx);
+	e.buf = static_cast<char *>(map_anon(kBufSize));
+	if (e.pd && e.buf)
+		e.mr = ibv_reg_mr(e.pd, e.buf, kBufSize, IBV_ACCESS_LOCAL_WRITE |
+				  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	check("wq_setup", e.mr != nullptr, errno_text(errno));
+	if (e.gid_index < 0 || !e.mr) {
+		std::printf("RESULT: FAIL\n");
+		return 1;
+	}
+	std::printf("  gid index %d\n", e.gid_index);
+
+	/* A sanity pair first: the loopback works, so failures below mean something. */
+	{
+		Pair p;
+		std::string why;
+		bool ok = make_pair(e, p, IBV_QPT_RC);
+		if (ok) {
+			post_recv(e, p.b, nullptr, 1, 65536);
+			const RecvOutcome o = send_and_watch(e, p, true);
+			ok = o.recv_ok && o.send_done && o.send_wc.status == IBV_WC_SUCCESS;
+			why = (o.send_done ? wc_text(o.send_wc) : "no send completion") +
+			      (o.recv_ok ? " recv ok" : " no recv");
+		} else {
+			why = "setup: " + errno_text(errno);
+		}
+		ok &= destroy_pair(p, &why);
+		check("wq_loopback_rc_baseline", ok, why);
+	}
+
+	/* 1: the SQ producer far from the consumer */
+	sq_producer(e, "sq_producer_ahead", 1 << 20);
+	sq_producer(e, "sq_producer_behind", -1);
+
+	/* 2: garbage in SQ slots */
+	const auto rc = IBV_QPT_RC;
+	sq_garbage(e, "sq_wqe_random_bytes", rc, [](Env &e, Pair &, unsigned char *s, size_t n) {
+		for (size_t i = 0; i < n; i++)
+			s[i] = static_cast<unsigned char>(e.rng());
+		hdr(s)->wr_id = 0xbad;
+		hdr(s)->send_flags |= SROCE_SEND_SIGNALED;
+		if (hdr(s)->opcode <= IBV_WR_SEND_WITH_INV)
+			hdr(s)->opcode |= 0x80000000;
+	}, {IBV_WC_LOC_QP_OP_ERR, IBV_WC_LOC_LEN_ERR, IBV_WC_LOC_PROT_ERR});
+	sq_garbage(e, "sq_wqe_opcode_ffffffff", rc, [](Env &e, Pair &p, unsigned char *s, size_t) {
+		good_send(e, p, s);
+		hdr(s)->opcode = 0xffffffff;
+	}, {IBV_WC_LOC_QP_OP_ERR});
+	sq_garbage(e, "sq_wqe_num_sge_ffff", rc, [](Env &e, Pair &p, unsigned char *s, size_t) {
+		good_send(e, p, s);
+		hdr(s)->num_sge = 0xffff;
+	}, {IBV_WC_LOC_QP_OP_ERR, IBV_WC_LOC_LEN_ERR});
+	sq_garbage(e, "sq_wqe_inline_len_7fffffff", rc, [](Env &e, Pair &p, unsigned char *s, size_t) {
+		good_send(e, p, s);
+		hdr(s)->send_flags |= SROCE_SEND_INLINE;
+		hdr(s)->inline_len = 0x7fffffff;
+	}, {IBV_WC_LOC_QP_OP_ERR, IBV_WC_LOC_LEN_ERR});
+	sq_garbage(e, "sq_wqe_sge_length_overflow", rc, [](Env &e, Pair &p, unsigned char *s, size_t) {
+		good_send(e, p, s);
+		hdr(s)->num_sge = 4;
+		for (int i = 0; i < 4; i++)
+			sges(s)[i] = {reinterpret_cast<uintptr_t>(e.buf), 0xffffffff, e.mr->lkey};
+	}, {IBV_WC_LOC_LEN_ERR, IBV_WC_LOC_PROT_ERR});
+	sq_garbage(e, "sq_wqe_bad_lkey", rc, [](Env &e, Pair &p, unsigned char *s, size_t) {
+		good_send(e, p, s);
+		sges(s)[0].lkey = e.mr->lkey ^ 0x5a5a5a00;
+	}, {IBV_WC_LOC_PROT_ERR});
+	sq_garbage(e, "sq_wqe_addr_outside_mr", rc, [](Env &e, Pair &p, unsigned char *s, size_t) {
+		good_send(e, p, s);
+		sges(s)[0].addr = reinterpret_cast<uintptr_t>(e.buf) + kBufSize - 8;
+	}, {IBV_WC_LOC_PROT_ERR});
+	sq_garbage(e, "ud_wqe_bad_ah_num", IBV_QPT_UD, [](Env &e, Pair &p, unsigned char *s, size_t) {
+		good_send(e, p, s);
+		hdr(s)->wr.ud.ah_num = 0x7ffffff1;
+	}, {IBV_WC_LOC_QP_OP_ERR});
+	sq_garbage(e, "ud_wqe_rdma_write", IBV_QPT_UD, [](Env &e, Pair &p, unsigned char *s, size_t) {
+		good_send(e, p, s);
+		hdr(s)->opcode = IBV_WR_RDMA_WRITE;
+	}, {IBV_WC_LOC_QP_OP_ERR});
+	sq_garbage(e, "ud_wqe_bad_lkey", IBV_QPT_UD, [](Env &e, Pair &p, unsigned char *s, size_t) {
+		good_send(e, p, s);
+		sges(s)[0].lkey = e.mr->lkey ^ 0x5a5a5a00;
+	}, {IBV_WC_LOC_PROT_ERR});
+
+	/* 3: receive rings */
+	recv_garbage(e, "rq_producer_ahead", rc, false, producer_ahead);
+	recv_garbage(e, "rq_wqe_num_sge_huge", rc, false, recv_num_sge_huge);
+	recv_garbage(e, "rq_wqe_bad_lkey", rc, false, recv_bad_lkey);
+	recv_garbage(e, "rq_wqe_random_bytes", rc, false, recv_random);
+	recv_garbage(e, "srq_producer_ahead", rc, true, producer_ahead);
+	recv_garbage(e, "srq_wqe_num_sge_huge", rc, true, recv_num_sge_huge);
+	recv_garbage(e, "srq_wqe_bad_lkey", rc, true, recv_bad_lkey);
+	recv_garbage(e, "ud_rq_producer_ahead", IBV_QPT_UD, false, producer_ahead);
+	recv_garbage(e, "ud_rq_wqe_bad_lkey", IBV_QPT_UD, false, recv_bad_lkey);
+
+	/* 4: scribbling while another thread posts */
+	concurrent(e, 3.0);
+
+	drain_events(ctx);
+	std::string why;
+	bool ok = ibv_dereg_mr(e.mr) == 0;
+	ok &= ibv_dealloc_pd(e.pd) == 0;
+	ok &= ibv_close_device(ctx) == 0;
+	check("wq_teardown", ok, "dereg/dealloc/close failed");
+	munmap(e.buf, kBufSize);
+	std::printf("  wq-scribble took %.1f s\n", since(t0));
+	std::printf("RESULT: %s\n", failures ? "FAIL" : "PASS");
+	return failures ? 1 : 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
 {
-	if (argc < 2 || argc > 3) {
-		std::fprintf(stderr, "usage: %s DEVICE [all|leak|scribble]\n",
+	if (argc < 2 || argc > 4 ||
+	    (argc == 4 && std::strcmp(argv[2], "wq-scribble") != 0)) {
+		std::fprintf(stderr, "usage: %s DEVICE [all|leak|scribble|wq-scribble [GID_INDEX]]\n",
 			     argv[0]);
 		return 2;
 	}
-	const std::string mode = argc == 3 ? argv[2] : "all";
+	const std::string mode = argc >= 3 ? argv[2] : "all";
 
 	const sroce_tool::DeviceList devices;
 	struct ibv_device *dev = devices.find(argv[1]);
@@ -362,6 +1229,8 @@ int main(int argc, char **argv)
 		return mode_leak(ctx);
 	if (mode == "scribble")
 		return mode_scribble(ctx);
+	if (mode == "wq-scribble")
+		return mode_wq_scribble(ctx, argc == 4 ? argv[3] : nullptr);
 
 	struct ibv_device_attr attr = {};
 	check("query_device", ibv_query_device(ctx, &attr) == 0);
