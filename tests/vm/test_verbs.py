@@ -189,3 +189,4 @@ def test_perftest(pair, name):
                          timeout=TIMEOUT)
     both_ok(s, c)
     assert re.search(RESULT_ROW % size, c.out, re.M), "client printed no result line: %r" % c
+
