@@ -451,3 +451,51 @@ int sroce_mr_page_at(struct sroce_mr *mr, u64 va, struct page **page,
 	*offset = pa.offset;
 	return 0;
 }
+
+/**
+ * sroce_sge_copy - copy between a scatter/gather list and a kernel buffer
+ * @sdev: the device
+ * @pd: the PD of the QP whose list it is
+ * @sge: the list (a kernel copy: lkeys, addresses and lengths are untrusted)
+ * @nsge: entries in @sge
+ * @off: byte offset into the list's concatenated buffers
+ * @buf: kernel buffer of @len bytes
+ * @len: bytes to copy
+ * @dir: SROCE_COPY_TO_MR (needs local write access) or SROCE_COPY_FROM_MR
+ *
+ * Callable from softirq.
+ *
+ * Return: 0, IB_WC_LOC_PROT_ERR for a bad lkey, permission or range, or
+ * IB_WC_LOC_LEN_ERR if the list is shorter than @off + @len.
+ */
+int sroce_sge_copy(struct sroce_dev *sdev, struct sroce_pd *pd,
+		   const struct sroce_sge *sge, u32 nsge, u32 off, u8 *buf,
+		   u32 len, enum sroce_copy_dir dir)
+{
+	int access = dir == SROCE_COPY_TO_MR ? IB_ACCESS_LOCAL_WRITE : 0;
+	u32 i;
+
+	for (i = 0; i < nsge && len; i++) {
+		struct sroce_mr *mr;
+		u32 n;
+		int err;
+
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		n = min(len, sge[i].length - off);
+		mr = sroce_mr_get(sdev, pd, sge[i].lkey, SROCE_KEY_LOCAL, access,
+				  sge[i].addr + off, n);
+		if (IS_ERR(mr))
+			return IB_WC_LOC_PROT_ERR;
+		err = sroce_mr_copy(mr, sge[i].addr + off, buf, n, dir);
+		sroce_mr_put(mr);
+		if (err)
+			return IB_WC_LOC_PROT_ERR;
+		buf += n;
+		len -= n;
+		off = 0;
+	}
+	return len ? IB_WC_LOC_LEN_ERR : 0;
+}

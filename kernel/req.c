@@ -289,40 +289,15 @@ void sroce_req_reset_locked(struct sroce_qp *qp)
  * Copy @len bytes at message offset @off between the WQE's local buffers
  * (SGE list or inline data) and @buf. Return 0 or a completion status.
  */
-static int sroce_sge_copy(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 off,
+static int sroce_wqe_copy(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 off,
 			  u8 *buf, u32 len, enum sroce_copy_dir dir)
 {
-	const struct sroce_sge *sge = (const struct sroce_sge *)wqe->data;
-	int access = dir == SROCE_COPY_TO_MR ? IB_ACCESS_LOCAL_WRITE : 0;
-	u32 i;
-
 	if (wqe->wr.send_flags & SROCE_SEND_INLINE) {
 		memcpy(buf, wqe->data + off, len);
 		return 0;
 	}
-	for (i = 0; i < wqe->wr.num_sge && len; i++) {
-		struct sroce_mr *mr;
-		u32 n;
-		int err;
-
-		if (off >= sge[i].length) {
-			off -= sge[i].length;
-			continue;
-		}
-		n = min(len, sge[i].length - off);
-		mr = sroce_mr_get(qp->sdev, qp->pd, sge[i].lkey, SROCE_KEY_LOCAL,
-				  access, sge[i].addr + off, n);
-		if (IS_ERR(mr))
-			return IB_WC_LOC_PROT_ERR;
-		err = sroce_mr_copy(mr, sge[i].addr + off, buf, n, dir);
-		sroce_mr_put(mr);
-		if (err)
-			return IB_WC_LOC_PROT_ERR;
-		buf += n;
-		len -= n;
-		off = 0;
-	}
-	return len ? IB_WC_LOC_LEN_ERR : 0;
+	return sroce_sge_copy(qp->sdev, qp->pd, (const struct sroce_sge *)wqe->data,
+			      wqe->wr.num_sge, off, buf, len, dir);
 }
 
 /* ---------------------------------------------------------------- build */
@@ -415,7 +390,7 @@ static int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe,
 	tp.qp = qp;
 
 	if (plen) {
-		st = sroce_sge_copy(qp, wqe, off, tp.payload, plen,
+		st = sroce_wqe_copy(qp, wqe, off, tp.payload, plen,
 				    SROCE_COPY_FROM_MR);
 		if (st) {
 			kfree_skb(tp.skb);
@@ -851,7 +826,7 @@ static void sroce_comp_read_resp(struct sroce_qp *qp, const u8 *ip,
 		return;
 	}
 	if (want) {
-		st = sroce_sge_copy(qp, wqe, wqe->read_done,
+		st = sroce_wqe_copy(qp, wqe, wqe->read_done,
 				    (u8 *)ip + pkt->payload_off, want,
 				    SROCE_COPY_TO_MR);
 		if (st) {
@@ -881,7 +856,7 @@ static void sroce_comp_atomic_ack(struct sroce_qp *qp, const u8 *ip,
 	    wqe->first_psn != psn)
 		return;
 	orig = sroce_atomicacketh_orig(ip + pkt->hdr_off[SROCE_HDR_ATOMICACKETH]);
-	st = sroce_sge_copy(qp, wqe, 0, (u8 *)&orig, sizeof(orig),
+	st = sroce_wqe_copy(qp, wqe, 0, (u8 *)&orig, sizeof(orig),
 			    SROCE_COPY_TO_MR);
 	if (st) {
 		sroce_req_fail(qp, wqe, st);

@@ -245,33 +245,44 @@ static int sroce_rwqe_place(struct sroce_qp *qp, u32 off, const u8 *data,
 			    u32 len)
 {
 	const struct sroce_recv_wqe *w = (const void *)qp->rwqe;
-	const struct sroce_sge *sge = (const void *)(w + 1);
-	u32 i, nsge = min(w->num_sge, sroce_rwqe_max_sge(qp));
 
-	for (i = 0; i < nsge && len; i++) {
-		struct sroce_mr *mr;
-		u32 n;
-		int err;
+	return sroce_sge_copy(qp->sdev, qp->pd, (const void *)(w + 1),
+			      min(w->num_sge, sroce_rwqe_max_sge(qp)), off,
+			      (u8 *)data, len, SROCE_COPY_TO_MR);
+}
 
-		if (off >= sge[i].length) {
-			off -= sge[i].length;
-			continue;
-		}
-		n = min(len, sge[i].length - off);
-		mr = sroce_mr_get(qp->sdev, qp->pd, sge[i].lkey, SROCE_KEY_LOCAL,
-				  IB_ACCESS_LOCAL_WRITE, sge[i].addr + off, n);
-		if (IS_ERR(mr))
-			return IB_WC_LOC_PROT_ERR;
-		err = sroce_mr_copy(mr, sge[i].addr + off, (void *)data, n,
-				    SROCE_COPY_TO_MR);
-		sroce_mr_put(mr);
-		if (err)
-			return IB_WC_LOC_PROT_ERR;
-		data += n;
-		len -= n;
-		off = 0;
+/*
+ * Make sure a receive WQE is at hand for the message @oi belongs to. Return
+ * true if there is one; otherwise the packet has been dealt with (RC: RNR
+ * NAK, UC: the message is dropped, a broken ring: fatal) and the caller
+ * returns.
+ */
+static bool sroce_resp_get_rwqe(struct sroce_qp *qp, u32 psn,
+				const struct sroce_opcode_info *oi)
+{
+	int err;
+
+	if (qp->rwqe_valid)
+		return true;
+	err = sroce_rq_take(qp);
+	if (!err) {
+		qp->rwqe_valid = true;
+		return true;
 	}
-	return len ? IB_WC_LOC_LEN_ERR : 0;
+	if (err != -ENOSPC) {
+		sroce_rq_broken_event(qp);
+		sroce_resp_fatal(qp, psn, SROCE_NAK_REMOTE_OP_ERROR, IB_WC_SUCCESS);
+	} else if (qp->ibqp.qp_type == IB_QPT_RC) {
+		sroce_cnt_inc(qp->sdev, SROCE_CNT_RNR_NAK_SENT);
+		sroce_send_ack(qp, psn, sroce_aeth_syn_rnr(qp->min_rnr_timer));
+		qp->nak_sent = true;
+	} else {
+		sroce_resp_drop_write(qp);
+		qp->in_msg = false;
+		qp->uc_drop = !(oi->flags & SROCE_OPF_END);
+		qp->epsn = sroce_psn_inc(psn);
+	}
+	return false;
 }
 
 /* ------------------------------------------------------------------- UD */
@@ -546,28 +557,9 @@ static void sroce_resp_exec(struct sroce_qp *qp, const u8 *ip,
 					 IB_WC_SUCCESS);
 			return;
 		}
-		if ((oi->flags & SROCE_OPF_START) && !qp->rwqe_valid) {
-			err = sroce_rq_take(qp);
-			if (err == -ENOSPC) {
-				if (rc) {
-					sroce_cnt_inc(qp->sdev, SROCE_CNT_RNR_NAK_SENT);
-					sroce_send_ack(qp, psn,
-						       sroce_aeth_syn_rnr(qp->min_rnr_timer));
-					qp->nak_sent = true;
-				} else {
-					qp->uc_drop = !(oi->flags & SROCE_OPF_END);
-					qp->epsn = sroce_psn_inc(psn);
-				}
-				return;
-			}
-			if (err) {
-				sroce_rq_broken_event(qp);
-				sroce_resp_fatal(qp, psn, SROCE_NAK_REMOTE_OP_ERROR,
-						 IB_WC_SUCCESS);
-				return;
-			}
-			qp->rwqe_valid = true;
-		}
+		if ((oi->flags & SROCE_OPF_START) &&
+		    !sroce_resp_get_rwqe(qp, psn, oi))
+			return;
 		if (oi->flags & SROCE_OPF_START)
 			qp->recv_off = 0;
 		st = sroce_rwqe_place(qp, qp->recv_off, ip + pkt->payload_off,
@@ -644,30 +636,9 @@ static void sroce_resp_exec(struct sroce_qp *qp, const u8 *ip,
 			}
 			return;
 		}
-		if (imm && !qp->rwqe_valid) {
-			/* The immediate data needs a receive WQE. */
-			err = sroce_rq_take(qp);
-			if (err == -ENOSPC) {
-				if (rc) {
-					sroce_cnt_inc(qp->sdev, SROCE_CNT_RNR_NAK_SENT);
-					sroce_send_ack(qp, psn,
-						       sroce_aeth_syn_rnr(qp->min_rnr_timer));
-					qp->nak_sent = true;
-				} else {
-					sroce_resp_drop_write(qp);
-					qp->in_msg = false;
-					qp->epsn = sroce_psn_inc(psn);
-				}
-				return;
-			}
-			if (err) {
-				sroce_rq_broken_event(qp);
-				sroce_resp_fatal(qp, psn, SROCE_NAK_REMOTE_OP_ERROR,
-						 IB_WC_SUCCESS);
-				return;
-			}
-			qp->rwqe_valid = true;
-		}
+		/* The immediate data needs a receive WQE. */
+		if (imm && !sroce_resp_get_rwqe(qp, psn, oi))
+			return;
 		if (pkt->payload_len) {
 			if (sroce_mr_copy(qp->wr_mr, qp->wr_va,
 					  (void *)(ip + pkt->payload_off),

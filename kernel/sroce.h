@@ -538,6 +538,9 @@ int sroce_mr_for_each_page(struct sroce_mr *mr, u64 va, u64 len,
 			   sroce_mr_page_fn fn, void *priv);
 int sroce_mr_page_at(struct sroce_mr *mr, u64 va, struct page **page,
 		     unsigned int *offset);
+int sroce_sge_copy(struct sroce_dev *sdev, struct sroce_pd *pd,
+		   const struct sroce_sge *sge, u32 nsge, u32 off, u8 *buf,
+		   u32 len, enum sroce_copy_dir dir);
 
 /* cq.c: verbs */
 int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
