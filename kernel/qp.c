@@ -489,6 +489,8 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			sroce_resp_reset_locked(qp);
 			break;
 		case IB_QPS_RTS:
+			if (cur == IB_QPS_SQE)
+				WRITE_ONCE(qp->sq.hdr->sq_idle, 1);
 			if (cur == IB_QPS_RTR) {
 				qp->retry_left = qp->retry_cnt;
 				qp->rnr_left = qp->rnr_retry;

@@ -108,14 +108,23 @@ static void sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
 	sroce_wq_publish_cons(&qp->sq);
 }
 
-/* A WQE failed: complete it with @status, then the QP enters ERR. */
+/* A WQE failed: complete it with @status, then the QP enters ERR (RC) or SQE. */
 static void sroce_req_fail(struct sroce_qp *qp, struct sroce_swqe *wqe,
 			   enum ib_wc_status status)
 {
 	/* Everything before it has completed already: it is the head. */
 	sroce_complete_head(qp, wqe, status);
 	spin_lock(&qp->rq_lock);
-	sroce_qp_error_locked(qp);
+	if (qp->ibqp.qp_type == IB_QPT_RC) {
+		sroce_qp_error_locked(qp);
+	} else {
+		/*
+		 * IBTA 10.3.1: a UC or UD QP goes to Send Queue Error; the
+		 * receive side goes on, modify_qp(RTS) resumes sending.
+		 */
+		qp->state = IB_QPS_SQE;
+		sroce_sq_flush_locked(qp);
+	}
 	spin_unlock(&qp->rq_lock);
 }
 
@@ -499,7 +508,7 @@ static void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 
 	if (qp->dead || !sq->hdr)
 		return;
-	if (qp->state == IB_QPS_ERR) {
+	if (qp->state == IB_QPS_ERR || qp->state == IB_QPS_SQE) {
 		sroce_sq_flush_locked(qp);
 		return;
 	}

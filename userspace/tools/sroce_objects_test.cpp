@@ -649,13 +649,16 @@ bool wait_wc(struct ibv_cq *cq, struct ibv_wc *wc, double secs = kWait)
 	}
 }
 
-/* Wait until qp is in ERR (or the deadline); returns the last state seen. */
+/*
+ * Wait until qp is in ERR, or SQE (UC and UD after a send error), or the
+ * deadline; returns the last state seen.
+ */
 int wait_err(struct ibv_qp *qp, double secs = kWait)
 {
 	const auto t0 = Clock::now();
 	for (;;) {
 		const int s = qp_state(qp);
-		if (s == IBV_QPS_ERR || s < 0 || since(t0) > secs)
+		if (s == IBV_QPS_ERR || s == IBV_QPS_SQE || s < 0 || since(t0) > secs)
 			return s;
 		usleep(1000);
 	}
@@ -824,10 +827,25 @@ void sq_garbage(Env &e, const char *name, enum ibv_qp_type type, const Fill &fil
 		why += " first completion is not the garbage WQE";
 	if (!g2 || w2.status != IBV_WC_WR_FLUSH_ERR || w2.wr_id != 0x600d1)
 		why += " second completion " + (g2 ? wc_text(w2) : std::string("missing"));
-	if (st != IBV_QPS_ERR)
+	/* IBTA 10.3.1: a send error takes RC to ERR, UC and UD to SQE. */
+	if (st != (type == IBV_QPT_RC ? IBV_QPS_ERR : IBV_QPS_SQE))
 		why += std::string(" state ") + state_name(st);
 	if (prc2 == 0 && (!g3 || w3.status != IBV_WC_WR_FLUSH_ERR))
 		why += " later WR " + (g3 ? wc_text(w3) : std::string("not completed"));
+	if (type != IBV_QPT_RC && st == IBV_QPS_SQE) {
+		/* SQE -> RTS: the send queue works again. */
+		struct ibv_qp_attr a = {};
+		a.qp_state = IBV_QPS_RTS;
+		a.cur_qp_state = IBV_QPS_SQE;
+		struct ibv_wc w4 = {};
+		const int mrc = ibv_modify_qp(p.a.qp, &a, IBV_QP_STATE | IBV_QP_CUR_STATE);
+		const int prc3 = mrc ? -1 : post_send(e, p.a, 0x600d3);
+		const bool g4 = prc3 == 0 && wait_wc(p.a.scq, &w4);
+		std::printf("  %s: SQE->RTS %d, then %s\n", name, mrc,
+			    g4 ? wc_text(w4).c_str() : "no completion");
+		if (!g4 || w4.status != IBV_WC_SUCCESS || w4.wr_id != 0x600d3)
+			why += " after SQE->RTS: " + (g4 ? wc_text(w4) : std::string("no completion"));
+	}
 	drain_events(e.ctx);
 	const int bst = qp_state(p.b.qp);
 	if (bst != IBV_QPS_RTS)
