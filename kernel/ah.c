@@ -8,11 +8,12 @@
  * (modify_qp for RC/UC, create_ah for UD) whose source GID entry ib_core has
  * looked up; only RoCE v2 GIDs exist on sroce ports.
  *
- * User AHs get a number (ah_num) that user space puts into UD send WQEs; the
- * requester looks it up under RCU and copies the address vector into its own
- * copy of the WQE, after checking that the AH belongs to the QP's PD. An AH
- * destroyed while WQEs naming it are queued therefore never leaves a dangling
- * pointer: later lookups fail and the WQE completes with an error.
+ * Every AH gets a number (ah_num) that goes into UD send WQEs (user space
+ * writes it, kernel post_send converts ud_wr.ah into it); the requester looks
+ * it up under RCU and copies the address vector into its own copy of the WQE,
+ * after checking that the AH belongs to the QP's PD. An AH destroyed while
+ * WQEs naming it are queued therefore never leaves a dangling pointer: later
+ * lookups fail and the WQE completes with an error.
  */
 
 #include <linux/slab.h>
@@ -23,7 +24,8 @@
 
 void sroce_ah_init_dev(struct sroce_dev *sdev)
 {
-	xa_init_flags(&sdev->ah_xa, XA_FLAGS_ALLOC1);
+	/* Kernel AHs come and go in any context, interrupts off included. */
+	xa_init_flags(&sdev->ah_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ);
 }
 
 void sroce_ah_fini_dev(struct sroce_dev *sdev)
@@ -92,6 +94,10 @@ int sroce_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 	struct sroce_dev *sdev = to_sdev(ibah->device);
 	struct sroce_ah *ah = to_sah(ibah);
 	struct sroce_create_ah_resp resp = {};
+	/* Kernel AHs may be created under a spinlock (ib_cm). */
+	gfp_t gfp = (init_attr->flags & RDMA_CREATE_AH_SLEEPABLE) ?
+		    GFP_KERNEL : GFP_ATOMIC;
+	unsigned long irqflags;
 	int err;
 
 	if (udata && udata->outlen && udata->outlen < sizeof(resp))
@@ -102,44 +108,58 @@ int sroce_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 	if (err)
 		return err;
 
-	if (!udata)
-		return 0;
+	ah->entry = kmalloc(sizeof(*ah->entry), gfp);
+	if (!ah->entry)
+		return -ENOMEM;
+	ah->entry->pd = ah->pd;
+	ah->entry->av = ah->av;
 
-	err = xa_alloc_cyclic(&sdev->ah_xa, &ah->ah_num, ah,
-			      XA_LIMIT(1, SROCE_MAX_AH), &sdev->ah_next,
-			      GFP_KERNEL);
-	if (err < 0)
+	xa_lock_irqsave(&sdev->ah_xa, irqflags);
+	err = __xa_alloc_cyclic(&sdev->ah_xa, &ah->ah_num, ah->entry,
+				XA_LIMIT(1, SROCE_MAX_AH), &sdev->ah_next,
+				gfp);
+	xa_unlock_irqrestore(&sdev->ah_xa, irqflags);
+	if (err < 0) {
+		kfree(ah->entry);
 		return err == -EBUSY ? -ENOMEM : err;
+	}
 
 	resp.ah_num = ah->ah_num;
-	if (udata->outlen) {
+	if (udata && udata->outlen) {
 		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
 		if (err) {
-			xa_erase(&sdev->ah_xa, ah->ah_num);
+			xa_erase_irq(&sdev->ah_xa, ah->ah_num);
+			kfree(ah->entry);
 			return err;
 		}
 	}
 	return 0;
 }
 
+/*
+ * Kernel AHs may be destroyed in atomic context: the entry requesters copy
+ * from goes after an RCU grace period, not synchronously.
+ */
 int sroce_destroy_ah(struct ib_ah *ibah, u32 flags)
 {
 	struct sroce_ah *ah = to_sah(ibah);
+	unsigned long irqflags;
 
-	if (ah->ah_num) {
-		xa_erase(&to_sdev(ibah->device)->ah_xa, ah->ah_num);
-		/*
-		 * ib_core frees the AH when we return; a requester may be
-		 * copying the address vector under rcu_read_lock(). User AHs
-		 * are always destroyed from process context.
-		 */
-		synchronize_rcu();
-	}
+	xa_lock_irqsave(&to_sdev(ibah->device)->ah_xa, irqflags);
+	__xa_erase(&to_sdev(ibah->device)->ah_xa, ah->ah_num);
+	xa_unlock_irqrestore(&to_sdev(ibah->device)->ah_xa, irqflags);
+	kfree_rcu(ah->entry, rcu);
 	return 0;
 }
 
+/** Number of the AH for UD work requests of kernel QPs. */
+u32 sroce_ah_num(struct ib_ah *ibah)
+{
+	return to_sah(ibah)->ah_num;
+}
+
 /**
- * sroce_ah_lookup - copy the address vector of a user AH
+ * sroce_ah_lookup - copy the address vector of an AH
  * @sdev: the device
  * @pd: the PD of the QP the AH is used on
  * @ah_num: from a UD send WQE (untrusted)
@@ -150,7 +170,7 @@ int sroce_destroy_ah(struct ib_ah *ibah, u32 flags)
 bool sroce_ah_lookup(struct sroce_dev *sdev, struct sroce_pd *pd, u32 ah_num,
 		     struct sroce_av *av)
 {
-	struct sroce_ah *ah;
+	struct sroce_ah_entry *ah;
 	bool ok = false;
 
 	rcu_read_lock();

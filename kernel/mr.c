@@ -77,6 +77,7 @@ static struct sroce_mr *sroce_mr_alloc(struct sroce_pd *pd, int access)
 		return NULL;
 	mr->pd = pd;
 	mr->access = access & SROCE_MR_ACCESS;
+	spin_lock_init(&mr->lock);
 	refcount_set(&mr->ref, 1);
 	init_completion(&mr->done);
 	return mr;
@@ -118,6 +119,7 @@ struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access)
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
 	/* Virtual DMA: a DMA address is a kernel virtual address. */
+	mr->type = SROCE_MR_DMA;
 	mr->iova = 0;
 	mr->length = U64_MAX;
 
@@ -173,6 +175,7 @@ struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	mr = sroce_mr_alloc(to_spd(ibpd), access);
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
+	mr->type = SROCE_MR_USER;
 	mr->iova = iova;
 	mr->length = length;
 
@@ -215,6 +218,7 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	if (mr->umem)
 		ib_umem_release(mr->umem);
 	kvfree(mr->pages);
+	kvfree(mr->fr_pages);
 	kfree_rcu(mr, rcu);
 	return 0;
 }
@@ -261,6 +265,25 @@ static bool sroce_mr_covers(const struct sroce_mr *mr, u64 va, u64 len)
 	return off < mr->length && len <= mr->length - off;
 }
 
+/*
+ * The checks of an access. The DMA MR of a kernel PD (get_dma_mr) is remotely
+ * usable only when the PD asked for it (IB_PD_UNSAFE_GLOBAL_RKEY gives it
+ * remote access flags).
+ */
+static int sroce_mr_check(const struct sroce_mr *mr, const struct sroce_pd *pd,
+			  u32 key, int access, u64 va, u64 len)
+{
+	if (mr->key != key || (mr->type == SROCE_MR_FAST && !mr->valid))
+		return -ENOENT;
+	if (mr->pd != pd)
+		return -EPERM;
+	if ((mr->access & access) != access)
+		return -EACCES;
+	if (!sroce_mr_covers(mr, va, len))
+		return -ERANGE;
+	return 0;
+}
+
 /**
  * sroce_mr_get - find a memory region by key and check an access to it
  * @sdev: the device
@@ -296,15 +319,17 @@ struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, struct sroce_pd *pd,
 	}
 	rcu_read_unlock();
 
-	if (mr->pd != pd)
-		err = -EPERM;
-	else if ((mr->access & access) != access)
-		err = -EACCES;
-	else if (kind == SROCE_KEY_REMOTE && !mr->umem)
-		err = -EACCES;	/* kernel memory is never remotely usable */
-	else if (!sroce_mr_covers(mr, va, len))
-		err = -ERANGE;
-	else
+	if (mr->type == SROCE_MR_FAST) {
+		/* Key, range and access change with REG_MR / LOCAL_INV. */
+		unsigned long flags;
+
+		spin_lock_irqsave(&mr->lock, flags);
+		err = sroce_mr_check(mr, pd, key, access, va, len);
+		spin_unlock_irqrestore(&mr->lock, flags);
+	} else {
+		err = sroce_mr_check(mr, pd, key, access, va, len);
+	}
+	if (!err)
 		return mr;
 
 	sroce_mr_put(mr);
@@ -322,7 +347,8 @@ struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, struct sroce_pd *pd,
  * The pages are pinned for as long as the reference is held, so @fn may take
  * page references (e.g. to attach them to an skb as fragments) or map them
  * with kmap_local_page(). For the DMA region, @va is a kernel virtual address
- * in the linear map.
+ * in the linear map. A fast-registration region's pages belong to the kernel
+ * consumer, which keeps them until it invalidates the region.
  *
  * Return: 0, -ERANGE if the range is not inside the region, -EFAULT for a
  * DMA-region address outside the linear map, or the first non-zero value
@@ -339,7 +365,7 @@ int sroce_mr_for_each_page(struct sroce_mr *mr, u64 va, u64 len,
 	if (!sroce_mr_covers(mr, va, len))
 		return -ERANGE;
 
-	if (!mr->umem) {
+	if (mr->type == SROCE_MR_DMA) {
 		while (len) {
 			void *addr = (void *)(uintptr_t)va;
 
@@ -361,7 +387,8 @@ int sroce_mr_for_each_page(struct sroce_mr *mr, u64 va, u64 len,
 	pgoff = off & ~PAGE_MASK;
 	while (len) {
 		chunk = min_t(u64, len, PAGE_SIZE - pgoff);
-		if (WARN_ON_ONCE(idx >= mr->npages))
+		/* A fast MR re-registered under a reader: just stop. */
+		if (idx >= READ_ONCE(mr->npages))
 			return -ERANGE;
 		err = fn(priv, mr->pages[idx], pgoff, chunk);
 		if (err)
@@ -498,4 +525,170 @@ int sroce_sge_copy(struct sroce_dev *sdev, struct sroce_pd *pd,
 		off = 0;
 	}
 	return len ? IB_WC_LOC_LEN_ERR : 0;
+}
+
+/* ------------------------------------------------------ fast registration */
+
+/*
+ * alloc_mr(IB_MR_TYPE_MEM_REG): a region without pages and without a valid
+ * key until a REG_MR work request registers the list map_mr_sg built.
+ */
+struct ib_mr *sroce_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+			     u32 max_num_sg)
+{
+	struct sroce_dev *sdev = to_sdev(ibpd->device);
+	struct sroce_mr *mr;
+	int err;
+
+	if (type != IB_MR_TYPE_MEM_REG)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!max_num_sg || max_num_sg > SROCE_MAX_FRPL_LEN)
+		return ERR_PTR(-EINVAL);
+
+	mr = sroce_mr_alloc(to_spd(ibpd), 0);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->type = SROCE_MR_FAST;
+	mr->fr_max = max_num_sg;
+	mr->pages = kvcalloc(max_num_sg, sizeof(*mr->pages), GFP_KERNEL);
+	mr->fr_pages = kvcalloc(max_num_sg, sizeof(*mr->fr_pages), GFP_KERNEL);
+	if (!mr->pages || !mr->fr_pages) {
+		err = -ENOMEM;
+		goto err_free;
+	}
+	err = sroce_mr_publish(sdev, mr);
+	if (err)
+		goto err_free;
+	return &mr->ibmr;
+
+err_free:
+	kvfree(mr->pages);
+	kvfree(mr->fr_pages);
+	kfree(mr);
+	return ERR_PTR(err);
+}
+
+static int sroce_set_page(struct ib_mr *ibmr, u64 addr)
+{
+	struct sroce_mr *mr = to_smr(ibmr);
+	void *va = (void *)(uintptr_t)addr;
+
+	if (mr->fr_npages >= mr->fr_max || !virt_addr_valid(va))
+		return -EINVAL;
+	mr->fr_pages[mr->fr_npages++] = virt_to_page(va);
+	return 0;
+}
+
+/*
+ * Build the page list of the next registration. With virtual DMA, the DMA
+ * addresses in @sg are kernel virtual addresses of the linear map. Only
+ * PAGE_SIZE pages (what every in-tree consumer asks for) are supported.
+ */
+int sroce_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		    unsigned int *sg_offset)
+{
+	struct sroce_mr *mr = to_smr(ibmr);
+
+	if (mr->type != SROCE_MR_FAST || ibmr->page_size != PAGE_SIZE)
+		return -EINVAL;
+	mr->fr_npages = 0;
+	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, sroce_set_page);
+}
+
+/* A fast MR by the index of @key, referenced; NULL if there is none. */
+static struct sroce_mr *sroce_fast_mr_get(struct sroce_dev *sdev,
+					  struct sroce_pd *pd, u32 key)
+{
+	struct sroce_mr *mr;
+
+	rcu_read_lock();
+	mr = xa_load(&sdev->mr_xa, key >> SROCE_MR_KEY_SHIFT);
+	if (mr && !refcount_inc_not_zero(&mr->ref))
+		mr = NULL;
+	rcu_read_unlock();
+	if (mr && (mr->type != SROCE_MR_FAST || mr->pd != pd)) {
+		sroce_mr_put(mr);
+		mr = NULL;
+	}
+	return mr;
+}
+
+/**
+ * sroce_mr_fast_reg - execute a REG_MR work request
+ * @sdev: the device
+ * @pd: PD of the QP that posted it
+ * @key: the new key (its index part names the region)
+ * @access: IB_ACCESS_* for the registration
+ *
+ * The range is the one map_mr_sg computed (ibmr.iova, ibmr.length), the
+ * pages the list it built. Re-registering a valid region replaces it.
+ *
+ * Return: 0, or a completion status (IB_WC_LOC_PROT_ERR for an unknown
+ * region or a bad range, IB_WC_LOC_QP_OP_ERR for bad access flags).
+ */
+int sroce_mr_fast_reg(struct sroce_dev *sdev, struct sroce_pd *pd, u32 key,
+		      int access)
+{
+	struct sroce_mr *mr;
+	unsigned long flags;
+	struct page **tmp;
+	u64 iova, len;
+	int st = 0;
+
+	if (sroce_check_access(access))
+		return IB_WC_LOC_QP_OP_ERR;
+	mr = sroce_fast_mr_get(sdev, pd, key);
+	if (!mr)
+		return IB_WC_LOC_PROT_ERR;
+
+	iova = mr->ibmr.iova;
+	len = mr->ibmr.length;
+	spin_lock_irqsave(&mr->lock, flags);
+	if (!len || iova + len < iova ||
+	    offset_in_page(iova) + len > (u64)mr->fr_npages << PAGE_SHIFT) {
+		st = IB_WC_LOC_PROT_ERR;
+	} else {
+		tmp = mr->pages;
+		mr->pages = mr->fr_pages;
+		mr->fr_pages = tmp;
+		mr->npages = mr->fr_npages;
+		mr->first_off = offset_in_page(iova);
+		mr->iova = iova;
+		mr->length = len;
+		mr->access = access & SROCE_MR_ACCESS;
+		mr->key = key;
+		mr->valid = true;
+	}
+	spin_unlock_irqrestore(&mr->lock, flags);
+	sroce_mr_put(mr);
+	return st;
+}
+
+/**
+ * sroce_mr_invalidate - LOCAL_INV, or a remote invalidation (SEND_WITH_INV)
+ * @sdev: the device
+ * @pd: PD of the QP
+ * @key: the key to invalidate
+ *
+ * Only fast-registration regions can be invalidated.
+ *
+ * Return: 0, or -EINVAL if @key names no valid fast region of @pd.
+ */
+int sroce_mr_invalidate(struct sroce_dev *sdev, struct sroce_pd *pd, u32 key)
+{
+	struct sroce_mr *mr;
+	unsigned long flags;
+	int err = 0;
+
+	mr = sroce_fast_mr_get(sdev, pd, key);
+	if (!mr)
+		return -EINVAL;
+	spin_lock_irqsave(&mr->lock, flags);
+	if (mr->key != key || !mr->valid)
+		err = -EINVAL;
+	else
+		mr->valid = false;
+	spin_unlock_irqrestore(&mr->lock, flags);
+	sroce_mr_put(mr);
+	return err;
 }

@@ -3,8 +3,10 @@
  * sroce - queue pairs: creation, the state machine, destruction, and the
  * work queue rings shared with user space.
  *
- * Types: RC, UC and UD for user space. Kernel QPs (and with them GSI/QP1)
- * are not offered yet: create_qp without udata fails with EOPNOTSUPP.
+ * Types: RC, UC and UD, for user space and for kernel consumers, and the GSI
+ * QP (QP1, a UD QP that ib_mad creates) for kernel consumers. A kernel QP
+ * has the same rings as a user QP, in kernel memory; post_send and post_recv
+ * write them.
  *
  * Locking
  * -------
@@ -97,33 +99,6 @@ void sroce_wq_publish_cons(struct sroce_wq *wq)
 	smp_store_release(&wq->hdr->consumer, wq->cons);
 }
 
-static int sroce_wq_alloc(struct ib_ucontext *ibuc, struct sroce_wq *wq,
-			  u32 entries, u32 wqe_size)
-{
-	wq->entries = entries;
-	wq->wqe_size = wqe_size;
-	wq->mentry = sroce_mmap_alloc(ibuc, SROCE_WQ_SLOTS_OFF +
-				      (size_t)entries * wqe_size);
-	if (IS_ERR(wq->mentry)) {
-		int err = PTR_ERR(wq->mentry);
-
-		wq->mentry = NULL;
-		return err;
-	}
-	wq->hdr = wq->mentry->vaddr;
-	wq->slots = (u8 *)wq->mentry->vaddr + SROCE_WQ_SLOTS_OFF;
-	return 0;
-}
-
-static void sroce_wq_free(struct sroce_wq *wq)
-{
-	if (wq->mentry)
-		sroce_mmap_remove(wq->mentry);
-	wq->mentry = NULL;
-	wq->hdr = NULL;
-	wq->slots = NULL;
-}
-
 /* Receive WQE slot size for max_sge SGEs. */
 static u32 sroce_recv_wqe_size(u32 max_sge)
 {
@@ -151,6 +126,10 @@ static int sroce_qp_check_init(struct sroce_dev *sdev,
 	case IB_QPT_UC:
 	case IB_QPT_UD:
 		break;
+	case IB_QPT_GSI:
+		if (init->port_num != SROCE_PORT)
+			return -EINVAL;
+		break;
 	default:
 		return -EOPNOTSUPP;
 	}
@@ -175,13 +154,13 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct sroce_qp *qp = to_sqp(ibqp);
 	struct sroce_create_qp_resp resp = {};
 	struct ib_qp_cap *cap = &init->cap;
-	struct sroce_ucontext *uctx;
+	struct ib_ucontext *ibuc = NULL;
 	u32 sq_entries, sq_wqe, sq_room, qpn;
 	int err;
 
-	if (!udata)
-		return -EOPNOTSUPP;	/* kernel QPs: not yet */
-	if (udata->outlen < sizeof(resp))
+	if (udata && udata->outlen < sizeof(resp))
+		return -EINVAL;
+	if (udata && init->qp_type == IB_QPT_GSI)
 		return -EINVAL;
 	err = sroce_qp_check_init(sdev, init);
 	if (err)
@@ -191,13 +170,17 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		goto err_count;
 	}
 
-	uctx = rdma_udata_to_drv_context(udata, struct sroce_ucontext, ibuc);
+	if (udata)
+		ibuc = &rdma_udata_to_drv_context(udata, struct sroce_ucontext,
+						  ibuc)->ibuc;
 	qp->sdev = sdev;
 	qp->pd = to_spd(ibqp->pd);
 	qp->scq = to_scq(init->send_cq);
 	qp->rcq = init->recv_cq ? to_scq(init->recv_cq) : NULL;
 	qp->srq = init->srq ? to_ssrq(init->srq) : NULL;
-	qp->is_user = true;
+	qp->is_user = !!udata;
+	qp->is_gsi = init->qp_type == IB_QPT_GSI;
+	qp->type = qp->is_gsi ? IB_QPT_UD : init->qp_type;
 	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	qp->state = IB_QPS_RESET;
 	qp->path_mtu = IB_MTU_1024;
@@ -223,7 +206,7 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->sq.max_sge = min_t(u32, sq_room / sizeof(struct sroce_sge),
 			       SROCE_MAX_SGE);
 	qp->sq.max_inline = min_t(u32, sq_room, SROCE_MAX_INLINE_DATA);
-	err = sroce_wq_alloc(&uctx->ibuc, &qp->sq, sq_entries, sq_wqe);
+	err = sroce_wq_alloc(ibuc, &qp->sq, sq_entries, sq_wqe);
 	if (err)
 		goto err_count;
 	qp->swqe_size = ALIGN(sizeof(struct sroce_swqe) + sq_room, 8);
@@ -237,7 +220,7 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		u32 rq_entries = roundup_pow_of_two(max_t(u32,
 							  cap->max_recv_wr, 1));
 
-		err = sroce_wq_alloc(&uctx->ibuc, &qp->rq, rq_entries,
+		err = sroce_wq_alloc(ibuc, &qp->rq, rq_entries,
 				     sroce_recv_wqe_size(cap->max_recv_sge));
 		if (err)
 			goto err_swqes;
@@ -258,9 +241,14 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->nres = 1;
 
 	/* Reserve the QPN; the QP becomes visible once it is complete. */
-	err = xa_alloc_cyclic(&sdev->qp_xa, &qpn, NULL,
-			      XA_LIMIT(SROCE_QPN_MIN, SROCE_QPN_MASK),
-			      &sdev->qp_next, GFP_KERNEL);
+	if (qp->is_gsi) {
+		qpn = 1;
+		err = xa_insert(&sdev->qp_xa, qpn, NULL, GFP_KERNEL);
+	} else {
+		err = xa_alloc_cyclic(&sdev->qp_xa, &qpn, NULL,
+				      XA_LIMIT(SROCE_QPN_MIN, SROCE_QPN_MASK),
+				      &sdev->qp_next, GFP_KERNEL);
+	}
 	if (err < 0)
 		goto err_rq;
 	ibqp->qp_num = qpn;
@@ -276,8 +264,10 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		cap->max_recv_sge = 0;
 	}
 
-	resp.sq_mmap_offset = sroce_mmap_offset(qp->sq.mentry);
-	resp.sq_mmap_size = qp->sq.mentry->size;
+	if (qp->sq.mentry) {
+		resp.sq_mmap_offset = sroce_mmap_offset(qp->sq.mentry);
+		resp.sq_mmap_size = qp->sq.mentry->size;
+	}
 	resp.sq_entries = qp->sq.entries;
 	resp.sq_wqe_size = qp->sq.wqe_size;
 	if (qp->rq.mentry) {
@@ -287,9 +277,11 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		resp.rq_wqe_size = qp->rq.wqe_size;
 	}
 	resp.qpn = qpn;
-	err = ib_copy_to_udata(udata, &resp, sizeof(resp));
-	if (err)
-		goto err_qpn;
+	if (udata) {
+		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		if (err)
+			goto err_qpn;
+	}
 
 	xa_store(&sdev->qp_xa, qpn, qp, GFP_KERNEL);
 	return 0;
@@ -349,6 +341,34 @@ void sroce_qp_error(struct sroce_qp *qp)
 static void sroce_err_work(struct work_struct *work)
 {
 	sroce_qp_error(container_of(work, struct sroce_qp, err_work));
+}
+
+/*
+ * Kernel QPs: receive work requests go into the ring. In ERR they complete
+ * at once with IB_WC_WR_FLUSH_ERR (ib_drain_rq() waits for that).
+ */
+int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad_wr)
+{
+	struct sroce_qp *qp = to_sqp(ibqp);
+	int err;
+
+	if (qp->is_user || qp->srq || READ_ONCE(qp->state) == IB_QPS_RESET) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+	err = sroce_wq_post_recv(&qp->rq, wr, bad_wr);
+	if (READ_ONCE(qp->state) == IB_QPS_ERR) {
+		if (irqs_disabled() || in_hardirq()) {
+			queue_work(system_highpri_wq, &qp->err_work);
+		} else {
+			spin_lock_bh(&qp->rq_lock);
+			if (!qp->dead && qp->state == IB_QPS_ERR)
+				sroce_rq_flush_locked(qp);
+			spin_unlock_bh(&qp->rq_lock);
+		}
+	}
+	return err;
 }
 
 /* ------------------------------------------------------------------ modify */
@@ -564,7 +584,7 @@ int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	 * By value, without a reference on the source GID entry: callers
 	 * of query_qp (uverbs) never drop one.
 	 */
-	if (ibqp->qp_type != IB_QPT_UD) {
+	if (qp->type != IB_QPT_UD) {
 		attr->ah_attr = qp->ah_attr;
 		attr->ah_attr.grh.sgid_attr = NULL;
 	}

@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * sroce - memory shared with user space: vmalloc_user() areas offered to the
- * process through ib_core's mmap entries.
+ * sroce - work queue rings, and memory shared with user space:
+ * vmalloc_user() areas offered to the process through ib_core's mmap entries.
+ *
+ * A ring (SQ, RQ, SRQ; layout in sroce-abi.h) of a user queue lives in such
+ * an area; a kernel queue has the same layout in kernel memory, and the
+ * verbs post_send / post_recv / post_srq_recv write WQEs into it the way the
+ * provider does for user queues, so the transport has one code path.
  *
  * An area lives as long as its rdma_user_mmap_entry: the owning object
  * removes the entry when it is destroyed, and ib_core calls mmap_free once
@@ -91,5 +96,109 @@ int sroce_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma)
 	err = remap_vmalloc_range(vma, entry->vaddr, 0);
 out:
 	rdma_user_mmap_entry_put(rentry);
+	return err;
+}
+
+/* ------------------------------------------------------------------ rings */
+
+/**
+ * sroce_wq_alloc - allocate a work queue ring
+ * @ibuc: user context for a user queue (mapped by the process), NULL for a
+ *	kernel queue
+ * @wq: the queue; entries, wqe_size and the ring pointers are set
+ * @entries: slots, a power of two
+ * @wqe_size: bytes per slot, a power of two
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int sroce_wq_alloc(struct ib_ucontext *ibuc, struct sroce_wq *wq, u32 entries,
+		   u32 wqe_size)
+{
+	size_t size = SROCE_WQ_SLOTS_OFF + (size_t)entries * wqe_size;
+	void *ring;
+
+	wq->entries = entries;
+	wq->wqe_size = wqe_size;
+	spin_lock_init(&wq->post_lock);
+	if (ibuc) {
+		wq->mentry = sroce_mmap_alloc(ibuc, size);
+		if (IS_ERR(wq->mentry)) {
+			int err = PTR_ERR(wq->mentry);
+
+			wq->mentry = NULL;
+			return err;
+		}
+		ring = wq->mentry->vaddr;
+	} else {
+		wq->kbuf = kvzalloc(size, GFP_KERNEL);
+		if (!wq->kbuf)
+			return -ENOMEM;
+		ring = wq->kbuf;
+	}
+	wq->hdr = ring;
+	wq->slots = (u8 *)ring + SROCE_WQ_SLOTS_OFF;
+	return 0;
+}
+
+void sroce_wq_free(struct sroce_wq *wq)
+{
+	if (wq->mentry)
+		sroce_mmap_remove(wq->mentry);
+	kvfree(wq->kbuf);
+	wq->mentry = NULL;
+	wq->kbuf = NULL;
+	wq->hdr = NULL;
+	wq->slots = NULL;
+}
+
+static_assert(sizeof(struct ib_sge) == sizeof(struct sroce_sge));
+static_assert(offsetof(struct ib_sge, addr) == offsetof(struct sroce_sge, addr));
+static_assert(offsetof(struct ib_sge, length) ==
+	      offsetof(struct sroce_sge, length));
+static_assert(offsetof(struct ib_sge, lkey) == offsetof(struct sroce_sge, lkey));
+
+/**
+ * sroce_wq_post_recv - write receive work requests into a kernel ring
+ * @wq: a kernel RQ or SRQ
+ * @wr: the chain
+ * @bad_wr: set to the first one not posted
+ *
+ * Any context. The responder sees the WQEs once producer moves.
+ *
+ * Return: 0, -ENOMEM if the ring is full, -EINVAL for too many SGEs.
+ */
+int sroce_wq_post_recv(struct sroce_wq *wq, const struct ib_recv_wr *wr,
+		       const struct ib_recv_wr **bad_wr)
+{
+	unsigned long flags;
+	int err = 0;
+	u32 prod;
+
+	spin_lock_irqsave(&wq->post_lock, flags);
+	prod = wq->hdr->producer;
+	for (; wr; wr = wr->next) {
+		struct sroce_recv_wqe *w;
+
+		if (prod - READ_ONCE(wq->hdr->consumer) >= wq->entries) {
+			err = -ENOMEM;
+			break;
+		}
+		if (wr->num_sge > wq->max_sge) {
+			err = -EINVAL;
+			break;
+		}
+		w = (struct sroce_recv_wqe *)(wq->slots +
+			(size_t)(prod & (wq->entries - 1)) * wq->wqe_size);
+		w->wr_id = wr->wr_id;
+		w->num_sge = wr->num_sge;
+		w->reserved = 0;
+		memcpy(w + 1, wr->sg_list, wr->num_sge * sizeof(struct ib_sge));
+		prod++;
+	}
+	/* WQEs before the index: pairs with sroce_wq_ring_prod(). */
+	smp_store_release(&wq->hdr->producer, prod);
+	spin_unlock_irqrestore(&wq->post_lock, flags);
+	if (err)
+		*bad_wr = wr;
 	return err;
 }

@@ -44,6 +44,10 @@ static struct sroce_swqe *sroce_swqe_at(struct sroce_qp *qp, u32 idx)
 static enum ib_wc_opcode sroce_wc_opcode(u32 op)
 {
 	switch (op) {
+	case IB_UVERBS_WR_LOCAL_INV:
+		return IB_WC_LOCAL_INV;
+	case SROCE_WR_REG_MR:
+		return IB_WC_REG_MR;
 	case IB_UVERBS_WR_RDMA_WRITE:
 	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
 		return IB_WC_RDMA_WRITE;
@@ -63,6 +67,12 @@ static bool sroce_op_is_rd(u32 op)
 	return op == IB_UVERBS_WR_RDMA_READ ||
 	       op == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
 	       op == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* Work requests executed locally, without packets: kernel QPs only. */
+static bool sroce_op_is_local(u32 op)
+{
+	return op == IB_UVERBS_WR_LOCAL_INV || op == SROCE_WR_REG_MR;
 }
 
 static bool sroce_op_is_atomic(u32 op)
@@ -89,8 +99,8 @@ static void sroce_send_cqe(struct sroce_qp *qp, struct sroce_swqe *wqe,
 }
 
 /* Complete the oldest WQE (index sq.cons). */
-static void sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
-				enum ib_wc_status status)
+static void __sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
+				  enum ib_wc_status status)
 {
 	if (status != IB_WC_SUCCESS || qp->sq_sig_all ||
 	    (wqe->wr.send_flags & SROCE_SEND_SIGNALED))
@@ -108,6 +118,24 @@ static void sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
 	sroce_wq_publish_cons(&qp->sq);
 }
 
+/*
+ * Complete the oldest WQE, then the local operations (REG_MR, LOCAL_INV)
+ * right behind it that have executed: they only waited for their
+ * predecessors.
+ */
+static void sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
+				enum ib_wc_status status)
+{
+	__sroce_complete_head(qp, wqe, status);
+	while (qp->sq.cons != qp->fetched && qp->sq.cons != qp->req_next) {
+		wqe = sroce_swqe_at(qp, qp->sq.cons);
+		if (!wqe->started || !sroce_op_is_local(wqe->wr.opcode) ||
+		    wqe->status)
+			break;
+		__sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
+	}
+}
+
 /* A WQE failed: complete it with @status, then the QP enters ERR (RC) or SQE. */
 static void sroce_req_fail(struct sroce_qp *qp, struct sroce_swqe *wqe,
 			   enum ib_wc_status status)
@@ -115,7 +143,7 @@ static void sroce_req_fail(struct sroce_qp *qp, struct sroce_swqe *wqe,
 	/* Everything before it has completed already: it is the head. */
 	sroce_complete_head(qp, wqe, status);
 	spin_lock(&qp->rq_lock);
-	if (qp->ibqp.qp_type == IB_QPT_RC) {
+	if (qp->type == IB_QPT_RC) {
 		sroce_qp_error_locked(qp);
 	} else {
 		/*
@@ -133,7 +161,7 @@ static void sroce_req_fail(struct sroce_qp *qp, struct sroce_swqe *wqe,
 static u8 sroce_swqe_check(struct sroce_qp *qp, struct sroce_swqe *wqe)
 {
 	struct sroce_send_wqe *wr = &wqe->wr;
-	enum ib_qp_type type = qp->ibqp.qp_type;
+	enum ib_qp_type type = qp->type;
 	const struct sroce_sge *sge = (const struct sroce_sge *)wqe->data;
 	u64 len = 0;
 	u32 i;
@@ -147,6 +175,13 @@ static u8 sroce_swqe_check(struct sroce_qp *qp, struct sroce_swqe *wqe)
 		if (type == IB_QPT_UD)
 			return IB_WC_LOC_QP_OP_ERR;
 		break;
+	case IB_UVERBS_WR_LOCAL_INV:
+	case SROCE_WR_REG_MR:
+		/* Only kernel consumers own fast-registration regions. */
+		if (qp->is_user)
+			return IB_WC_LOC_QP_OP_ERR;
+		wqe->len = 0;
+		return 0;
 	case IB_UVERBS_WR_SEND_WITH_INV:
 	case IB_UVERBS_WR_RDMA_READ:
 	case IB_UVERBS_WR_ATOMIC_CMP_AND_SWP:
@@ -316,10 +351,10 @@ static u8 sroce_req_opcode(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 k)
 {
 	u32 op = wqe->wr.opcode;
 	bool first = k == 0, last = k == wqe->npkts - 1;
-	u8 base = qp->ibqp.qp_type == IB_QPT_UC ? 0x20 : 0x00;
+	u8 base = qp->type == IB_QPT_UC ? 0x20 : 0x00;
 	u8 code;
 
-	if (qp->ibqp.qp_type == IB_QPT_UD)
+	if (qp->type == IB_QPT_UD)
 		return op == IB_UVERBS_WR_SEND_WITH_IMM ?
 		       SROCE_OP_UD_SEND_ONLY_WITH_IMMEDIATE :
 		       SROCE_OP_UD_SEND_ONLY;
@@ -374,7 +409,7 @@ static u8 sroce_req_opcode(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 k)
 static int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe,
 			      u32 psn, bool *ackreq)
 {
-	const struct sroce_av *av = qp->ibqp.qp_type == IB_QPT_UD ? &wqe->av :
+	const struct sroce_av *av = qp->type == IB_QPT_UD ? &wqe->av :
 								   &qp->av;
 	u32 k = sroce_psn_fwd(psn, wqe->first_psn);
 	const struct sroce_opcode_info *oi;
@@ -390,7 +425,7 @@ static int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe,
 	if (oi->kind == SROCE_KIND_SEND || oi->kind == SROCE_KIND_WRITE) {
 		off = k * qp->mtu;
 		plen = min(qp->mtu, wqe->len - off);
-		if (qp->ibqp.qp_type == IB_QPT_UD)
+		if (qp->type == IB_QPT_UD)
 			plen = wqe->len;
 	}
 
@@ -408,7 +443,7 @@ static int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe,
 	}
 
 	dqpn = qp->dest_qpn;
-	if (qp->ibqp.qp_type == IB_QPT_UD) {
+	if (qp->type == IB_QPT_UD) {
 		struct sroce_deth deth = {
 			.qkey = (wqe->wr.wr.ud.remote_qkey & 0x80000000u) ?
 				qp->qkey : wqe->wr.wr.ud.remote_qkey,
@@ -465,7 +500,7 @@ static int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe,
 	if ((oi->flags & SROCE_OPF_END) &&
 	    (wqe->wr.send_flags & SROCE_SEND_SOLICITED))
 		sroce_bth_set_se(tp.bth, true);
-	if (qp->ibqp.qp_type == IB_QPT_RC &&
+	if (qp->type == IB_QPT_RC &&
 	    ((oi->flags & SROCE_OPF_END) || *ackreq ||
 	     ((psn + 1) % SROCE_ACKREQ_EVERY) == 0))
 		sroce_bth_set_ackreq(tp.bth, true);
@@ -500,10 +535,51 @@ static void sroce_req_defer(struct sroce_qp *qp)
 		queue_work(system_highpri_wq, &qp->req_work);
 }
 
+/*
+ * Execute a local operation (REG_MR, LOCAL_INV) at req_next, in send queue
+ * order: everything posted before it has been sent, nothing after it has.
+ * It uses no PSN; it completes once everything before it has. Return false
+ * if the requester has to stop here.
+ */
+static bool sroce_req_local(struct sroce_qp *qp, struct sroce_swqe *wqe)
+{
+	const struct sroce_reg_wqe *reg = (const void *)wqe->wr.wr.raw;
+	int st = 0;
+
+	if (!wqe->started) {
+		if (qp->state == IB_QPS_SQD)
+			return false;
+		if ((wqe->wr.send_flags & SROCE_SEND_FENCE) && qp->rd_out)
+			return false;
+		if (wqe->wr.opcode == SROCE_WR_REG_MR)
+			st = sroce_mr_fast_reg(qp->sdev, qp->pd, reg->key,
+					       reg->access);
+		else if (sroce_mr_invalidate(qp->sdev, qp->pd,
+					     wqe->wr.imm_data))
+			st = IB_WC_LOC_PROT_ERR;
+		wqe->npkts = 0;
+		wqe->first_psn = qp->req_psn;
+		wqe->last_psn = sroce_psn_add(qp->req_psn, SROCE_PSN_MAX);
+		wqe->started = true;
+		if (st) {
+			if (qp->req_next == qp->sq.cons)
+				sroce_req_fail(qp, wqe, st);
+			else
+				wqe->status = st;
+			return false;
+		}
+	}
+	if (qp->req_next == qp->sq.cons)
+		sroce_complete_head(qp, wqe, IB_WC_SUCCESS);	/* moves req_next */
+	else
+		qp->req_next++;
+	return true;
+}
+
 /* Run the requester with sq_lock held. */
 static void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 {
-	enum ib_qp_type type = qp->ibqp.qp_type;
+	enum ib_qp_type type = qp->type;
 	struct sroce_wq *sq = &qp->sq;
 
 	if (qp->dead || !sq->hdr)
@@ -546,6 +622,15 @@ static void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 			if (qp->req_next == sq->cons)
 				sroce_req_fail(qp, wqe, wqe->status);
 			return;
+		}
+		if (sroce_op_is_local(wqe->wr.opcode)) {
+			if (!sroce_req_local(qp, wqe))
+				return;
+			if (!--budget) {
+				sroce_req_defer(qp);
+				return;
+			}
+			continue;
 		}
 		if (qp->rnr_wait || sroce_tx_full(qp))
 			return;
@@ -658,15 +743,165 @@ void sroce_req_work(struct work_struct *work)
 	cond_resched();
 }
 
-/* The doorbell: uverbs POST_SEND with no work requests. */
+/*
+ * Write one kernel work request into the next SQ slot (not yet published).
+ * Return 0, -ENOMEM (queue full) or -EINVAL.
+ */
+static int sroce_kwqe_write(struct sroce_qp *qp, const struct ib_send_wr *wr,
+			    u32 prod)
+{
+	struct sroce_wq *sq = &qp->sq;
+	struct sroce_send_wqe *w;
+	struct sroce_reg_wqe *reg;
+	u8 *data;
+	int i;
+
+	if (prod - READ_ONCE(sq->hdr->consumer) >= sq->entries)
+		return -ENOMEM;
+	w = (struct sroce_send_wqe *)(sq->slots +
+				      (size_t)(prod & (sq->entries - 1)) *
+				      sq->wqe_size);
+	data = (u8 *)(w + 1);
+	memset(w, 0, sizeof(*w));
+	w->wr_id = wr->wr_id;
+	w->opcode = wr->opcode;
+	w->send_flags = wr->send_flags & (IB_SEND_FENCE | IB_SEND_SIGNALED |
+					  IB_SEND_SOLICITED | IB_SEND_INLINE);
+
+	switch (wr->opcode) {
+	case IB_WR_SEND:
+		break;
+	case IB_WR_SEND_WITH_IMM:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		memcpy(&w->imm_data, &wr->ex.imm_data, 4);
+		break;
+	case IB_WR_SEND_WITH_INV:
+	case IB_WR_LOCAL_INV:
+		w->imm_data = wr->ex.invalidate_rkey;
+		break;
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_READ:
+		break;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		w->wr.atomic.remote_addr = atomic_wr(wr)->remote_addr;
+		w->wr.atomic.compare_add = atomic_wr(wr)->compare_add;
+		w->wr.atomic.swap = atomic_wr(wr)->swap;
+		w->wr.atomic.rkey = atomic_wr(wr)->rkey;
+		break;
+	case IB_WR_REG_MR:
+		reg = (struct sroce_reg_wqe *)w->wr.raw;
+		if ((reg_wr(wr)->key >> 8) != (reg_wr(wr)->mr->lkey >> 8))
+			return -EINVAL;
+		reg->key = reg_wr(wr)->key;
+		reg->access = reg_wr(wr)->access;
+		w->send_flags &= ~IB_SEND_INLINE;
+		return 0;
+	default:
+		return -EINVAL;
+	}
+	if (wr->opcode == IB_WR_RDMA_WRITE ||
+	    wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM ||
+	    wr->opcode == IB_WR_RDMA_READ) {
+		w->wr.rdma.remote_addr = rdma_wr(wr)->remote_addr;
+		w->wr.rdma.rkey = rdma_wr(wr)->rkey;
+	}
+	if (qp->type == IB_QPT_UD) {
+		if (!ud_wr(wr)->ah)
+			return -EINVAL;
+		w->wr.ud.ah_num = sroce_ah_num(ud_wr(wr)->ah);
+		w->wr.ud.remote_qpn = ud_wr(wr)->remote_qpn;
+		w->wr.ud.remote_qkey = ud_wr(wr)->remote_qkey;
+	}
+	if (wr->opcode == IB_WR_LOCAL_INV)
+		return 0;
+
+	if (wr->num_sge < 0)
+		return -EINVAL;
+	if (wr->send_flags & IB_SEND_INLINE) {
+		u32 len = 0;
+
+		for (i = 0; i < wr->num_sge; i++) {
+			const struct ib_sge *sge = &wr->sg_list[i];
+
+			if (sge->length > sq->max_inline - len)
+				return -EINVAL;
+			memcpy(data + len, (void *)(uintptr_t)sge->addr,
+			       sge->length);
+			len += sge->length;
+		}
+		w->inline_len = len;
+	} else {
+		if (wr->num_sge > sq->max_sge)
+			return -EINVAL;
+		w->num_sge = wr->num_sge;
+		memcpy(data, wr->sg_list, wr->num_sge * sizeof(struct ib_sge));
+	}
+	return 0;
+}
+
+/* Run the requester, or leave it to req_work where sq_lock cannot be taken. */
+static void sroce_req_kick_any(struct sroce_qp *qp)
+{
+	if (irqs_disabled() || in_hardirq())
+		sroce_req_defer(qp);
+	else
+		sroce_req_kick(qp);
+}
+
+/* Kernel consumers: convert the chain into ring WQEs, then kick. */
+static int sroce_post_send_kernel(struct sroce_qp *qp,
+				  const struct ib_send_wr *wr,
+				  const struct ib_send_wr **bad_wr)
+{
+	struct sroce_wq *sq = &qp->sq;
+	enum ib_qp_state state = READ_ONCE(qp->state);
+	unsigned long flags;
+	int err = 0;
+	u32 prod;
+
+	/* IBTA 10.8.2: posting to a send queue before RTS is an error. */
+	if (state == IB_QPS_RESET || state == IB_QPS_INIT ||
+	    state == IB_QPS_RTR) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+
+	spin_lock_irqsave(&sq->post_lock, flags);
+	prod = sq->hdr->producer;
+	for (; wr; wr = wr->next) {
+		err = sroce_kwqe_write(qp, wr, prod);
+		if (err) {
+			*bad_wr = wr;
+			break;
+		}
+		prod++;
+	}
+	/* WQEs before the index: pairs with sroce_wq_ring_prod(). */
+	smp_store_release(&sq->hdr->producer, prod);
+	spin_unlock_irqrestore(&sq->post_lock, flags);
+
+	/* As the provider does: the engine looks again unless it is idle. */
+	smp_mb();
+	if (READ_ONCE(sq->hdr->sq_idle))
+		sroce_req_kick_any(qp);
+	return err;
+}
+
+/*
+ * Kernel QPs: the work requests. User QPs: the doorbell, the uverbs
+ * POST_SEND command with no work requests.
+ */
 int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr)
 {
 	struct sroce_qp *qp = to_sqp(ibqp);
 
+	if (!qp->is_user)
+		return sroce_post_send_kernel(qp, wr, bad_wr);
 	if (wr) {
 		*bad_wr = wr;
-		return -EOPNOTSUPP;	/* kernel QPs: not yet */
+		return -EOPNOTSUPP;	/* user QPs post through the ring */
 	}
 	if (READ_ONCE(qp->state) == IB_QPS_ERR) {
 		/* Flush both queues, receives posted since included. */
@@ -689,6 +924,8 @@ static void sroce_go_back(struct sroce_qp *qp, u32 psn)
 
 		if (!wqe->started)
 			break;
+		if (!wqe->npkts)
+			continue;	/* a local operation */
 		if (sroce_psn_in_range(psn, wqe->first_psn, wqe->last_psn)) {
 			if (wqe->wr.opcode == IB_UVERBS_WR_RDMA_READ)
 				/* Ask again for what has not arrived. */
@@ -770,7 +1007,8 @@ static struct sroce_swqe *sroce_wqe_by_psn(struct sroce_qp *qp, u32 psn)
 
 		if (!wqe->started)
 			break;
-		if (sroce_psn_in_range(psn, wqe->first_psn, wqe->last_psn))
+		if (wqe->npkts &&
+		    sroce_psn_in_range(psn, wqe->first_psn, wqe->last_psn))
 			return wqe;
 	}
 	return NULL;
@@ -962,7 +1200,7 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	u8 syn = 0;
 
 	spin_lock_bh(&qp->sq_lock);
-	if (qp->ibqp.qp_type != IB_QPT_RC || qp->dead ||
+	if (qp->type != IB_QPT_RC || qp->dead ||
 	    (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD) ||
 	    !sroce_psn_before(psn, qp->psn_hi) ||
 	    sroce_psn_fwd(qp->psn_hi, psn) > SROCE_PSN_HALF) {
@@ -1016,7 +1254,7 @@ void sroce_retry_timer(struct timer_list *t)
 	struct sroce_swqe *wqe;
 
 	spin_lock_bh(&qp->sq_lock);
-	if (qp->dead || qp->ibqp.qp_type != IB_QPT_RC ||
+	if (qp->dead || qp->type != IB_QPT_RC ||
 	    (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD) ||
 	    qp->comp_psn == qp->psn_hi || qp->rnr_wait)
 		goto out;

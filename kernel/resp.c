@@ -125,10 +125,14 @@ static void sroce_rq_broken_event(struct sroce_qp *qp)
 	}
 }
 
-static void sroce_recv_cqe(struct sroce_qp *qp, const struct sroce_recv_wqe *w,
-			   enum ib_wc_status status, enum ib_wc_opcode opcode,
-			   u32 byte_len, int flags, const u8 *imm, u32 src_qp,
-			   bool solicited)
+/*
+ * Post a receive completion. @imm is the ImmDt header (wire order) with
+ * IB_WC_WITH_IMM; with IB_WC_WITH_INVALIDATE, @inv is the invalidated rkey.
+ */
+static void __sroce_recv_cqe(struct sroce_qp *qp, const struct sroce_recv_wqe *w,
+			     enum ib_wc_status status, enum ib_wc_opcode opcode,
+			     u32 byte_len, int flags, const u8 *imm, u32 inv,
+			     u32 src_qp, u8 net_type, bool solicited)
 {
 	struct ib_wc wc = {
 		.wr_id = w->wr_id,
@@ -139,11 +143,23 @@ static void sroce_recv_cqe(struct sroce_qp *qp, const struct sroce_recv_wqe *w,
 		.src_qp = src_qp,
 		.wc_flags = flags,
 		.port_num = SROCE_PORT,
+		.network_hdr_type = net_type,
 	};
 
 	if (imm)
 		memcpy(&wc.ex.imm_data, imm, 4);
+	else if (flags & IB_WC_WITH_INVALIDATE)
+		wc.ex.invalidate_rkey = inv;
 	sroce_cq_post(qp->rcq, &wc, solicited);
+}
+
+static void sroce_recv_cqe(struct sroce_qp *qp, const struct sroce_recv_wqe *w,
+			   enum ib_wc_status status, enum ib_wc_opcode opcode,
+			   u32 byte_len, int flags, const u8 *imm, u32 src_qp,
+			   bool solicited)
+{
+	__sroce_recv_cqe(qp, w, status, opcode, byte_len, flags, imm, 0,
+			 src_qp, 0, solicited);
 }
 
 /* Complete every receive WQE with IB_WC_WR_FLUSH_ERR (QP in ERR). */
@@ -229,7 +245,7 @@ static void sroce_resp_fatal(struct sroce_qp *qp, u32 psn,
 			       NULL, 0, false);
 		qp->rwqe_valid = false;
 	}
-	if (qp->ibqp.qp_type == IB_QPT_RC)
+	if (qp->type == IB_QPT_RC)
 		sroce_send_nak(qp, psn, nak);
 	sroce_resp_drop_write(qp);
 	qp->resp_err = true;
@@ -272,7 +288,7 @@ static bool sroce_resp_get_rwqe(struct sroce_qp *qp, u32 psn,
 	if (err != -ENOSPC) {
 		sroce_rq_broken_event(qp);
 		sroce_resp_fatal(qp, psn, SROCE_NAK_REMOTE_OP_ERROR, IB_WC_SUCCESS);
-	} else if (qp->ibqp.qp_type == IB_QPT_RC) {
+	} else if (qp->type == IB_QPT_RC) {
 		sroce_cnt_inc(qp->sdev, SROCE_CNT_RNR_NAK_SENT);
 		sroce_send_ack(qp, psn, sroce_aeth_syn_rnr(qp->min_rnr_timer));
 		qp->nak_sent = true;
@@ -322,10 +338,17 @@ static void sroce_resp_ud(struct sroce_qp *qp, const u8 *ip,
 				      pkt->payload_len);
 	if (pkt->hdr_off[SROCE_HDR_IMMDT])
 		imm = ip + pkt->hdr_off[SROCE_HDR_IMMDT];
-	sroce_recv_cqe(qp, (void *)qp->rwqe, st ? st : IB_WC_SUCCESS,
-		       IB_WC_RECV, sizeof(grh) + pkt->payload_len,
-		       IB_WC_GRH | (imm ? IB_WC_WITH_IMM : 0), imm, deth.sqpn,
-		       sroce_bth_se(bth));
+	/*
+	 * The network header type lets ib_core (ib_init_ah_attr_from_wc)
+	 * read the GIDs out of the GRH slot: rdma_cm over QP1 needs it.
+	 */
+	__sroce_recv_cqe(qp, (void *)qp->rwqe, st ? st : IB_WC_SUCCESS,
+			 IB_WC_RECV, sizeof(grh) + pkt->payload_len,
+			 IB_WC_GRH | IB_WC_WITH_NETWORK_HDR_TYPE |
+			 (imm ? IB_WC_WITH_IMM : 0), imm, 0, deth.sqpn,
+			 pkt->ip_version == 6 ? RDMA_NETWORK_IPV6 :
+						RDMA_NETWORK_IPV4,
+			 sroce_bth_se(bth));
 	qp->rwqe_valid = false;
 }
 
@@ -529,7 +552,7 @@ static void sroce_resp_exec(struct sroce_qp *qp, const u8 *ip,
 	const struct sroce_opcode_info *oi = pkt->info;
 	const u8 *bth = ip + pkt->bth_off;
 	u32 psn = sroce_bth_psn(bth);
-	bool rc = qp->ibqp.qp_type == IB_QPT_RC;
+	bool rc = qp->type == IB_QPT_RC;
 	u8 ack = sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID);
 	const u8 *imm = pkt->hdr_off[SROCE_HDR_IMMDT] ?
 			ip + pkt->hdr_off[SROCE_HDR_IMMDT] : NULL;
@@ -551,12 +574,6 @@ static void sroce_resp_exec(struct sroce_qp *qp, const u8 *ip,
 
 	switch (oi->kind) {
 	case SROCE_KIND_SEND:
-		if (oi->flags & SROCE_OPF_INV) {
-			/* Nothing user space owns can be invalidated. */
-			sroce_resp_fatal(qp, psn, SROCE_NAK_INVALID_REQUEST,
-					 IB_WC_SUCCESS);
-			return;
-		}
 		if ((oi->flags & SROCE_OPF_START) &&
 		    !sroce_resp_get_rwqe(qp, psn, oi))
 			return;
@@ -582,7 +599,25 @@ static void sroce_resp_exec(struct sroce_qp *qp, const u8 *ip,
 			return;
 		}
 		qp->recv_off += pkt->payload_len;
-		if (oi->flags & SROCE_OPF_END) {
+		if (oi->flags & SROCE_OPF_INV) {
+			/*
+			 * Remote invalidation: only a kernel consumer's
+			 * fast-registration region of this PD qualifies.
+			 */
+			u32 rkey = sroce_ieth_rkey(ip + pkt->hdr_off[SROCE_HDR_IETH]);
+
+			if (sroce_mr_invalidate(qp->sdev, qp->pd, rkey)) {
+				sroce_resp_fatal(qp, psn, SROCE_NAK_INVALID_REQUEST,
+						 IB_WC_REM_INV_REQ_ERR);
+				return;
+			}
+			__sroce_recv_cqe(qp, (void *)qp->rwqe, IB_WC_SUCCESS,
+					 IB_WC_RECV, qp->recv_off,
+					 IB_WC_WITH_INVALIDATE, NULL, rkey,
+					 qp->dest_qpn, 0, sroce_bth_se(bth));
+			qp->rwqe_valid = false;
+			qp->msn = (qp->msn + 1) & SROCE_MSN_MASK;
+		} else if (oi->flags & SROCE_OPF_END) {
 			sroce_recv_cqe(qp, (void *)qp->rwqe, IB_WC_SUCCESS,
 				       IB_WC_RECV, qp->recv_off,
 				       imm ? IB_WC_WITH_IMM : 0, imm,
@@ -725,7 +760,7 @@ static void sroce_resp_process(struct sroce_qp *qp, struct sk_buff *skb,
 {
 	const u8 *ip = skb_network_header(skb);
 	u32 psn = sroce_bth_psn(ip + pkt->bth_off);
-	enum ib_qp_type type = qp->ibqp.qp_type;
+	enum ib_qp_type type = qp->type;
 	int d;
 
 	if (type == IB_QPT_UD) {
@@ -774,7 +809,7 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 {
 	enum sroce_transport want;
 
-	switch (qp->ibqp.qp_type) {
+	switch (qp->type) {
 	case IB_QPT_RC:
 		want = SROCE_TRANSPORT_RC;
 		break;

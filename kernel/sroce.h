@@ -199,23 +199,40 @@ struct sroce_pd {
 	u32			pdn;
 };
 
+enum sroce_mr_type {
+	SROCE_MR_USER,		/* reg_user_mr: pinned user pages */
+	SROCE_MR_DMA,		/* get_dma_mr: kernel virtual addresses */
+	SROCE_MR_FAST,		/* alloc_mr(MEM_REG): fast registration */
+};
+
 /*
  * Memory region. Lookups by the transport take a reference (ref); dereg
  * removes the key from mr_xa, drops the initial reference and waits on done
  * for the last one. The structure itself is freed after an RCU grace period,
  * since lookups find it under rcu_read_lock().
+ *
+ * A fast-registration MR changes key, range, access and pages when a REG_MR
+ * work request executes, and becomes invalid with LOCAL_INV or a remote
+ * invalidation; those fields and valid are then under lock. map_mr_sg fills
+ * the staging list fr_pages, which REG_MR swaps in as pages.
  */
 struct sroce_mr {
 	struct ib_mr		ibmr;
 	struct sroce_pd		*pd;		/* ibmr.pd is set only after reg */
-	struct ib_umem		*umem;		/* NULL for the DMA MR */
-	struct page		**pages;	/* umem pages, in order */
+	enum sroce_mr_type	type;
+	struct ib_umem		*umem;		/* user MRs */
+	struct page		**pages;	/* pinned or mapped pages, in order */
 	unsigned long		npages;
 	unsigned int		first_off;	/* offset of iova in pages[0] */
 	u64			iova;
 	u64			length;
 	int			access;		/* IB_ACCESS_* */
 	u32			key;		/* lkey == rkey */
+	bool			valid;		/* fast MRs: registered */
+	spinlock_t		lock;		/* fast MRs: the fields above */
+	struct page		**fr_pages;	/* fast MRs: map_mr_sg's list */
+	unsigned long		fr_npages;
+	unsigned long		fr_max;		/* capacity of both lists */
 	refcount_t		ref;
 	struct completion	done;
 	struct rcu_head		rcu;
@@ -278,12 +295,23 @@ struct sroce_av {
 	bool			loopback;	/* daddr is our own address */
 };
 
+/*
+ * What a UD work request finds by ah_num: a copy of the AH's address vector
+ * that lives until an RCU grace period after the AH is destroyed, whatever
+ * the context of the destroy.
+ */
+struct sroce_ah_entry {
+	struct sroce_pd		*pd;
+	struct sroce_av		av;
+	struct rcu_head		rcu;
+};
+
 struct sroce_ah {
 	struct ib_ah		ibah;
 	struct sroce_pd		*pd;
 	struct sroce_av		av;
-	u32			ah_num;		/* 0 for kernel AHs */
-	struct rcu_head		rcu;
+	u32			ah_num;
+	struct sroce_ah_entry	*entry;
 };
 
 /*
@@ -300,7 +328,9 @@ struct sroce_wq {
 	u32			max_inline;
 	u32			prod;
 	u32			cons;
-	struct sroce_mmap_entry	*mentry;
+	struct sroce_mmap_entry	*mentry;	/* user queues */
+	void			*kbuf;		/* kernel queues: the ring */
+	spinlock_t		post_lock;	/* kernel queues: producers */
 };
 
 struct sroce_srq {
@@ -311,6 +341,19 @@ struct sroce_srq {
 	u32			limit;		/* 0: not armed */
 	bool			dead;
 	bool			broken;		/* SRQ_ERR raised */
+};
+
+/*
+ * Send WQE opcodes only kernel post_send writes (the ring format is the one
+ * of sroce-abi.h): REG_MR, with struct sroce_reg_wqe in wr.raw. LOCAL_INV
+ * uses IB_UVERBS_WR_LOCAL_INV with the key in imm_data. Both are refused on
+ * user QPs.
+ */
+#define SROCE_WR_REG_MR		IB_WR_REG_MR
+
+struct sroce_reg_wqe {
+	u32			key;		/* new key; index names the MR */
+	u32			access;
 };
 
 /* Kernel copy of a send WQE and the requester's progress on it. */
@@ -359,6 +402,8 @@ struct sroce_qp {
 	struct sroce_cq		*rcq;
 	struct sroce_srq	*srq;
 	bool			is_user;
+	bool			is_gsi;		/* QP1 */
+	enum ib_qp_type		type;		/* RC, UC or UD (also for GSI) */
 	bool			sq_sig_all;
 	struct mutex		mod_lock;	/* modify_qp / query_qp */
 
@@ -525,6 +570,13 @@ struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata);
 int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+struct ib_mr *sroce_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+			     u32 max_num_sg);
+int sroce_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		    unsigned int *sg_offset);
+int sroce_mr_fast_reg(struct sroce_dev *sdev, struct sroce_pd *pd, u32 key,
+		      int access);
+int sroce_mr_invalidate(struct sroce_dev *sdev, struct sroce_pd *pd, u32 key);
 
 /* mr.c: for the transport */
 struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, struct sroce_pd *pd,
@@ -560,6 +612,7 @@ int sroce_av_from_attr(struct sroce_dev *sdev, struct sroce_av *av,
 int sroce_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 		    struct ib_udata *udata);
 int sroce_destroy_ah(struct ib_ah *ibah, u32 flags);
+u32 sroce_ah_num(struct ib_ah *ibah);
 bool sroce_ah_lookup(struct sroce_dev *sdev, struct sroce_pd *pd, u32 ah_num,
 		     struct sroce_av *av);
 
@@ -570,6 +623,8 @@ int sroce_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 		     enum ib_srq_attr_mask mask, struct ib_udata *udata);
 int sroce_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
 int sroce_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int sroce_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad_wr);
 int sroce_srq_take(struct sroce_srq *srq, void *buf, u32 bufsize);
 u32 sroce_srq_wqe_size(u32 max_sge);
 
@@ -590,6 +645,8 @@ void sroce_qp_error_locked(struct sroce_qp *qp);
 u32 sroce_wq_ring_prod(struct sroce_wq *wq, bool *broken);
 void sroce_wq_publish_cons(struct sroce_wq *wq);
 void sroce_rq_flush_locked(struct sroce_qp *qp);
+int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad_wr);
 
 /* req.c: requester and completer */
 int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
@@ -637,5 +694,10 @@ void sroce_mmap_remove(struct sroce_mmap_entry *entry);
 u64 sroce_mmap_offset(const struct sroce_mmap_entry *entry);
 int sroce_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma);
 void sroce_mmap_free(struct rdma_user_mmap_entry *rentry);
+int sroce_wq_alloc(struct ib_ucontext *ibuc, struct sroce_wq *wq, u32 entries,
+		   u32 wqe_size);
+void sroce_wq_free(struct sroce_wq *wq);
+int sroce_wq_post_recv(struct sroce_wq *wq, const struct ib_recv_wr *wr,
+		       const struct ib_recv_wr **bad_wr);
 
 #endif /* SROCE_H */

@@ -7,7 +7,8 @@
  * those QPs take WQEs under srq->lock. The limit event (IB_EVENT_SRQ_LIMIT_REACHED)
  * fires once when, after a WQE was taken, fewer than srq_limit WQEs are left;
  * modify_srq with IB_SRQ_LIMIT arms it again. Resizing (IB_SRQ_MAX_WR) is
- * not supported: EOPNOTSUPP. Kernel SRQs are not offered yet.
+ * not supported: EOPNOTSUPP. Kernel SRQs have the same ring in kernel
+ * memory, written by post_srq_recv.
  */
 
 #include <linux/log2.h>
@@ -25,14 +26,12 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	struct sroce_srq *srq = to_ssrq(ibsrq);
 	struct sroce_create_srq_resp resp = {};
 	struct ib_srq_attr *attr = &init->attr;
-	struct sroce_ucontext *uctx;
+	struct ib_ucontext *ibuc = NULL;
 	struct sroce_wq *wq = &srq->wq;
 	u32 entries;
 	int err;
 
-	if (!udata)
-		return -EOPNOTSUPP;
-	if (udata->outlen < sizeof(resp))
+	if (udata && udata->outlen < sizeof(resp))
 		return -EINVAL;
 	if (init->srq_type != IB_SRQT_BASIC)
 		return -EOPNOTSUPP;
@@ -47,26 +46,24 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		goto err_count;
 	}
 
-	uctx = rdma_udata_to_drv_context(udata, struct sroce_ucontext, ibuc);
+	if (udata)
+		ibuc = &rdma_udata_to_drv_context(udata, struct sroce_ucontext,
+						  ibuc)->ibuc;
 	srq->pd = to_spd(ibsrq->pd);
 	spin_lock_init(&srq->lock);
 	srq->limit = attr->srq_limit;
 
-	wq->entries = entries;
-	wq->wqe_size = sroce_srq_wqe_size(attr->max_sge);
+	err = sroce_wq_alloc(ibuc, wq, entries,
+			     sroce_srq_wqe_size(attr->max_sge));
+	if (err)
+		goto err_count;
 	wq->max_sge = min_t(u32, (wq->wqe_size - sizeof(struct sroce_recv_wqe)) /
 				 sizeof(struct sroce_sge), SROCE_MAX_SRQ_SGE);
-	wq->mentry = sroce_mmap_alloc(&uctx->ibuc, SROCE_WQ_SLOTS_OFF +
-				      (size_t)entries * wq->wqe_size);
-	if (IS_ERR(wq->mentry)) {
-		err = PTR_ERR(wq->mentry);
-		goto err_count;
-	}
-	wq->hdr = wq->mentry->vaddr;
-	wq->slots = (u8 *)wq->mentry->vaddr + SROCE_WQ_SLOTS_OFF;
 
 	attr->max_wr = entries;
 	attr->max_sge = wq->max_sge;
+	if (!udata)
+		return 0;
 
 	resp.mmap_offset = sroce_mmap_offset(wq->mentry);
 	resp.mmap_size = wq->mentry->size;
@@ -79,7 +76,7 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	return 0;
 
 err_ring:
-	sroce_mmap_remove(wq->mentry);
+	sroce_wq_free(wq);
 err_count:
 	atomic_dec(&sdev->num_srq);
 	return err;
@@ -124,9 +121,22 @@ int sroce_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 	struct sroce_srq *srq = to_ssrq(ibsrq);
 
 	/* ib_core destroys the QPs on an SRQ first. */
-	sroce_mmap_remove(srq->wq.mentry);
+	sroce_wq_free(&srq->wq);
 	atomic_dec(&to_sdev(ibsrq->device)->num_srq);
 	return 0;
+}
+
+/* Kernel SRQs: write receive WQEs into the ring. */
+int sroce_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad_wr)
+{
+	struct sroce_srq *srq = to_ssrq(ibsrq);
+
+	if (!srq->wq.kbuf) {
+		*bad_wr = wr;
+		return -EINVAL;	/* user SRQs post through the mapped ring */
+	}
+	return sroce_wq_post_recv(&srq->wq, wr, bad_wr);
 }
 
 /**

@@ -63,12 +63,14 @@ static int sroce_query_device(struct ib_device *ibdev,
 	attr->max_qp = SROCE_MAX_QP;
 	attr->max_qp_wr = SROCE_MAX_QP_WR;
 	/*
-	 * Capability flags claim only what works today: RNR NAKs yes, fast
-	 * registration (kernel QPs) not yet. No IB_DEVICE_LOCAL_DMA_LKEY
-	 * either: kernel PDs get their local_dma_lkey from get_dma_mr.
+	 * RNR NAKs, and for kernel consumers fast registration (alloc_mr,
+	 * map_mr_sg, REG_MR, LOCAL_INV, remote invalidation). No
+	 * IB_DEVICE_LOCAL_DMA_LKEY: kernel PDs get their local_dma_lkey from
+	 * get_dma_mr.
 	 */
 	attr->device_cap_flags = IB_DEVICE_SYS_IMAGE_GUID |
-				 IB_DEVICE_RC_RNR_NAK_GEN;
+				 IB_DEVICE_RC_RNR_NAK_GEN |
+				 IB_DEVICE_MEM_MGT_EXTENSIONS;
 	/*
 	 * ib_core clears the attributes before asking for them at
 	 * registration, so the flag that lets "rdma link del" remove the
@@ -248,6 +250,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.device_group = &sroce_attr_group,
 
 	.alloc_hw_port_stats = sroce_alloc_hw_port_stats,
+	.alloc_mr = sroce_alloc_mr,
 	.alloc_pd = sroce_alloc_pd,
 	.alloc_ucontext = sroce_alloc_ucontext,
 	.create_ah = sroce_create_ah,
@@ -269,12 +272,15 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.get_hw_stats = sroce_get_hw_stats,
 	.get_link_layer = sroce_get_link_layer,
 	.get_port_immutable = sroce_get_port_immutable,
+	.map_mr_sg = sroce_map_mr_sg,
 	.mmap = sroce_mmap,
 	.mmap_free = sroce_mmap_free,
 	.modify_qp = sroce_modify_qp,
 	.modify_srq = sroce_modify_srq,
 	.poll_cq = sroce_poll_cq,
+	.post_recv = sroce_post_recv,
 	.post_send = sroce_post_send,
+	.post_srq_recv = sroce_post_srq_recv,
 	.query_device = sroce_query_device,
 	.query_pkey = sroce_query_pkey,
 	.query_port = sroce_query_port,
@@ -317,7 +323,12 @@ void sroce_setup_ibdev(struct sroce_dev *sdev)
 
 	ibdev->node_type = RDMA_NODE_IB_CA;
 	ibdev->phys_port_cnt = 1;
-	ibdev->num_comp_vectors = 1;
+	/*
+	 * Completions are delivered in the context that produces them, so a
+	 * vector is only a hint; one per CPU lets ULPs that size their queue
+	 * count by it (nvme-rdma) use every CPU.
+	 */
+	ibdev->num_comp_vectors = max_t(int, num_online_cpus(), 1);
 	ibdev->node_guid = sroce_guid_from_mac(sdev->ndev->dev_addr);
 	strscpy(ibdev->node_desc, SROCE_NODE_DESC, sizeof(ibdev->node_desc));
 
