@@ -45,8 +45,11 @@ def cm_listening(g, port):
 
 
 def cm_client_server(pair, server_cmd, client_cmd, port):
+    # A wildcard listener shows only once rdma_cm knows a device to listen on: on a
+    # device it does not take, perftest -R waits forever unseen; 30 s bounds that.
     return client_server(pair.server.guest, server_cmd, pair.client.guest, client_cmd,
-                         port=port, timeout=TIMEOUT, is_listening=cm_listening)
+                         port=port, timeout=TIMEOUT, listen_timeout=30,
+                         is_listening=cm_listening)
 
 
 @pytest.fixture(scope="module")
