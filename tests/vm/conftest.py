@@ -118,8 +118,9 @@ def listening(g, port=EXCH_PORT):
 
 
 def client_server(server, server_cmd, client, client_cmd, port=EXCH_PORT, timeout=180,
-                  listen_timeout=60):
-    """Spawn server_cmd in guest server, wait until it listens on port, run
+                  listen_timeout=60, is_listening=listening):
+    """Spawn server_cmd in guest server, wait until it listens on port (as
+    is_listening(guest, port) tells: a TCP listener by default), run
     client_cmd in guest client, then collect the server.
 
     Returns (server Result, client Result). If the port is already taken, or
@@ -128,7 +129,7 @@ def client_server(server, server_cmd, client, client_cmd, port=EXCH_PORT, timeou
     is gone, forever) or a good one by timeout is killed (rc 124)."""
     # A listener left over from an earlier server would take the client instead.
     end = time.time() + 10
-    while listening(server, port):
+    while is_listening(server, port):
         if time.time() > end:
             return (rigmod.Result(server_cmd, -1, "", "port %d is busy before the server "
                                   "started" % port), rigmod.Result(client_cmd, -1, "", "not run"))
@@ -136,7 +137,7 @@ def client_server(server, server_cmd, client, client_cmd, port=EXCH_PORT, timeou
     srv = server.spawn(server_cmd)
     try:
         end = time.time() + listen_timeout
-        while not listening(server, port):
+        while not is_listening(server, port):
             if srv.poll() is not None or time.time() > end:
                 why = ("server exited before listening" if srv.result is not None
                        else "server did not listen on port %d in %d s" % (port, listen_timeout))

@@ -11,9 +11,9 @@ of device kinds (guest 0, guest 1):
                 SROCE_TEST_RXE_BASELINE=1 (skipped in a normal "make test")
 
 sroce and rdma_rxe cannot share a guest (both bind UDP 4791), so interop
-always puts one kind in each guest. The pair fixture is module-scoped and
-parametrized, so pytest runs all tests of one pair before reconfiguring the
-guests for the next.
+always puts one kind in each guest. The pair fixture (pairs.py, shared with
+test_rdmacm.py) is module-scoped and parametrized, so pytest runs all tests
+of one pair before reconfiguring the guests for the next.
 
 The pingpongs' "-c" check is the tools' own: the server compares the first
 byte of every page of its receive buffer and prints "invalid data in page N"
@@ -21,94 +21,16 @@ byte of every page of its receive buffer and prints "invalid data in page N"
 perftest verifies nothing; its tests check the exit status and that a result
 line was printed. A byte-verifying traffic test lives elsewhere.
 """
-import os
 import re
 
 import pytest
 
-from conftest import (active_mtu, add_link, client_server, gid_index, unload_all_rdma_links,
-                      wait_for)
-
-BASELINE = os.environ.get("SROCE_TEST_RXE_BASELINE") == "1"
-DEVNAME = {"sroce": "sroce0", "rxe": "rxe0"}
-
-PAIRS = [
-    pytest.param(("sroce", "sroce"), id="sroce-sroce"),
-    pytest.param(("sroce", "rxe"), id="sroce-rxe"),
-    pytest.param(("rxe", "sroce"), id="rxe-sroce"),
-    pytest.param(("rxe", "rxe"), id="rxe-rxe",
-                 marks=pytest.mark.skipif(not BASELINE, reason="rxe<->rxe harness baseline: "
-                                          "set SROCE_TEST_RXE_BASELINE=1")),
-]
+from conftest import client_server
+from pairs import both_ok, pair  # noqa: F401 (pair is a fixture)
 
 # Small counts: guests run under TCG (a 64 KiB RC pingpong iteration takes ~35 ms).
 ITERS = 100
 TIMEOUT = 120
-
-
-class Side:
-    """One end of a pair: a guest with one RDMA device of one kind."""
-
-    def __init__(self, guest, kind):
-        self.guest, self.kind, self.dev = guest, kind, DEVNAME[kind]
-        self.gid = {}
-        self.mtu = None
-
-    def __repr__(self):
-        return "%s:%s" % (self.guest.name, self.dev)
-
-
-class Pair:
-    def __init__(self, server, client):
-        self.server, self.client = server, client
-
-    @property
-    def mtu(self):
-        """Largest message both ends take in one packet (UD payloads must fit)."""
-        return min(self.server.mtu, self.client.mtu)
-
-
-def configure(g, kind):
-    """Unload every RDMA link in g, then add the one device of kind on eth0."""
-    unload_all_rdma_links(g)
-    if kind == "rxe":
-        g.check("modprobe rdma_rxe")
-    add_link(g, DEVNAME[kind], "eth0", kind)
-    side = Side(g, kind)
-
-    def gids():
-        try:
-            return {f: gid_index(g, side.dev, ipv6=(f == "ipv6")) for f in ("ipv4", "ipv6")}
-        except AssertionError:
-            return None
-    # ib_core fills the GID table from the netdev's addresses asynchronously.
-    side.gid = wait_for(gids, timeout=30, what="IPv4 and IPv6 RoCE v2 GIDs on %s" % side.dev)
-    side.mtu = active_mtu(g, side.dev)
-    return side
-
-
-@pytest.fixture(scope="module", params=PAIRS)
-def pair(request, rig):
-    kinds = request.param
-    rig.mark_consoles()
-    sides = [configure(g, k) for g, k in zip(rig.guests, kinds)]
-    bad = rig.bad_console_lines()
-    if bad:
-        pytest.fail("guest console shows kernel problems while configuring %s:\n%s" %
-                    ("-".join(kinds), "\n".join(bad)))
-    yield Pair(*sides)
-    rig.mark_consoles()
-    for g in rig.guests:
-        unload_all_rdma_links(g)
-    bad = rig.bad_console_lines()
-    if bad:
-        pytest.fail("guest console shows kernel problems while removing %s:\n%s" %
-                    ("-".join(kinds), "\n".join(bad)))
-
-
-def both_ok(s, c):
-    assert c.rc == 0, "client failed: %r\nserver: %r" % (c, s)
-    assert s.rc == 0, "server failed: %r\nclient: %r" % (s, c)
 
 
 # ------------------------------------------------------------ ibverbs-utils pingpongs

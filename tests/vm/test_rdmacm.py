@@ -1,0 +1,244 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Connection management over RoCE between the two guests: rdma_cm, and under
+it ib_cm's MADs on the GSI QP (QP1), with librdmacm's tools and perftest -R.
+
+Every test runs its server in guest 0 and its client in guest 1, once per pair
+of device kinds (pairs.py: sroce-sroce, sroce-rxe, rxe-sroce, and the rxe-rxe
+harness baseline with SROCE_TEST_RXE_BASELINE=1); "-k sroce-rxe" selects one.
+
+A server is "listening" when its rdma_cm ID shows up in LISTEN state in
+"rdma res show cm_id" (rdma_cm ports are not TCP ports). The pair's module
+fixture loads rdma_ucm (it brings rdma_cm, ib_cm, iw_cm) in both guests and
+unloads them again afterwards; after every test no rdma_cm ID may be left.
+
+What is checked: exit codes of both ends everywhere; rping's ping data byte for
+byte on both ends (the client's -v line is what it read back after the server's
+RDMA WRITE, the server's what it fetched with RDMA READ); the tools' own
+completion messages (ucmatose, udaddy, rdma_server/rdma_client); perftest's
+result row with a positive number in it (no thresholds: guests run under TCG).
+"""
+import json
+import re
+
+import pytest
+
+from conftest import client_server
+from pairs import both_ok, pair  # noqa: F401 (pair is a fixture)
+
+TIMEOUT = 120
+CM_MODULES = ("rdma_ucm", "rdma_cm", "ib_cm", "iw_cm")
+
+
+def cm_ids(g):
+    """The rdma_cm IDs that exist in guest g (as "rdma -j res show cm_id" gives them)."""
+    out = g.run("rdma -j res show cm_id", timeout=30).out.strip()
+    try:
+        return json.loads(out) if out else []
+    except ValueError:
+        return []
+
+
+def cm_listening(g, port):
+    """True if an rdma_cm ID in guest g listens on port (any address, any port space)."""
+    return any(i.get("state") == "LISTEN" and
+               i.get("src-addr", "").rsplit(":", 1)[-1] == str(port) for i in cm_ids(g))
+
+
+def cm_client_server(pair, server_cmd, client_cmd, port):
+    # A wildcard listener shows only once rdma_cm knows a device to listen on: on a
+    # device it does not take, perftest -R waits forever unseen; 30 s bounds that.
+    return client_server(pair.server.guest, server_cmd, pair.client.guest, client_cmd,
+                         port=port, timeout=TIMEOUT, listen_timeout=30,
+                         is_listening=cm_listening)
+
+
+@pytest.fixture(scope="module")
+def cm(pair, rig):
+    """The pair, with the rdma_cm user-space interface (/dev/infiniband/rdma_cm) in
+    both guests; no guest udev loads rdma_ucm for us."""
+    for g in rig.guests:
+        g.check("modprobe rdma_ucm && test -c /dev/infiniband/rdma_cm")
+    yield pair
+    for g in rig.guests:
+        g.run("modprobe -r %s" % " ".join(CM_MODULES), timeout=60)
+        left = g.run("lsmod | grep -E '^(%s) '" % "|".join(CM_MODULES)).out
+        assert left == "", "%s: rdma_cm modules still loaded: %s" % (g.name, left)
+
+
+@pytest.fixture(autouse=True)
+def no_cm_ids_left(cm, rig):
+    """Every test leaves no rdma_cm ID (listener or connection) in either guest; a
+    closed connection's IDs may take a moment to go (one in-guest loop per guest)."""
+    yield
+    for g in rig.guests:
+        r = g.run("for i in $(seq 75); do [ -z \"$(rdma res show cm_id)\" ] && exit 0; "
+                  "sleep 0.2; done; rdma res show cm_id; exit 1", timeout=60)
+        assert r.ok, "%s: rdma_cm IDs left 15 s after the test:\n%s" % (g.name, r.out)
+
+
+def addr(side, family):
+    return side.guest.ip4 if family == "ipv4" else side.guest.ip6
+
+
+# ------------------------------------------------------------ rping
+
+RPING_PORT = 7174
+RPING_COUNT = 10
+
+
+def rping_payload(i, size):
+    """What rping's client writes into its buffer for ping i, as far as %s prints it:
+    "rdma-ping-i: " then letters from 'A'+i (mod 58) counting up through 'z' and
+    wrapping to 'A', the buffer's last byte a NUL."""
+    head = "rdma-ping-%d: " % i
+    c = 65 + i % 58
+    body = []
+    for _ in range(size - 1 - len(head)):
+        body.append(chr(c))
+        c = c + 1 if c < 122 else 65
+    return head + "".join(body)
+
+
+def check_pings(who, r, prefix, size, count):
+    got = [ln for ln in r.out.splitlines() if "ping data: " in ln]
+    assert len(got) == count, "%s printed %d ping data lines, not %d: %r" % (
+        who, len(got), count, r)
+    for i, ln in enumerate(got):
+        want = prefix + rping_payload(i, size)
+        if ln != want:
+            at = next((k for k, (a, b) in enumerate(zip(ln, want)) if a != b),
+                      min(len(ln), len(want)))
+            pytest.fail("%s: ping %d differs at byte %d of %d (line length %d):\n"
+                        "got  ...%r\nwant ...%r" % (who, i, at, len(want), len(ln),
+                                                    ln[max(0, at - 20):at + 40],
+                                                    want[max(0, at - 20):at + 40]))
+
+
+# 23 bytes is rping's minimum, 65535 its maximum; 4096 spans several packets at any
+# RoCE MTU, 65535 ends in a partial one.
+RPING = [
+    pytest.param("ipv4", 64, id="ipv4-64"),
+    pytest.param("ipv4", 4096, id="ipv4-4096"),
+    pytest.param("ipv4", 65535, id="ipv4-65535"),
+    pytest.param("ipv6", 23, id="ipv6-23"),
+    pytest.param("ipv6", 4096, id="ipv6-4096"),
+]
+
+
+@pytest.mark.parametrize("family,size", RPING)
+def test_rping(cm, family, size):
+    """rping: per ping the client SENDs its buffer's address, the server RDMA READs
+    it, the client SENDs its sink's address, the server RDMA WRITEs the data back.
+    -v prints the data (server: what it read; client: what came back), -V makes the
+    client compare it with what it sent. Both ends need the same -S (the server's
+    buffers are -S bytes; a bigger client message fails its RDMA READ)."""
+    a = addr(cm.server, family)
+    flags = "-p %d -v -C %d -S %d" % (RPING_PORT, RPING_COUNT, size)
+    s, c = cm_client_server(cm, "rping -s -a %s %s" % (a, flags),
+                            "rping -c -a %s -V %s" % (a, flags), RPING_PORT)
+    # rping's client exits 0 even when the server failed mid-way: the data decides.
+    both_ok(s, c)
+    assert "mismatch" not in c.out + c.err, "client: data mismatch: %r" % c
+    check_pings("client", c, "ping data: ", size, RPING_COUNT)
+    check_pings("server", s, "server ping data: ", size, RPING_COUNT)
+
+
+# ------------------------------------------------------------ ucmatose, udaddy
+
+CM_PORT = 7471      # ucmatose, rdma_server, rdma_xserver
+UD_PORT = 7174      # udaddy's fixed port (its -p is the port space)
+
+
+def check_cmatose(who, r):
+    for msg in ("data transfers complete", "test complete", "return status 0"):
+        assert msg in r.out, "%s did not print %r: %r" % (who, msg, r)
+
+
+UCMATOSE = [
+    pytest.param("ipv4", 4, 20, 4096, id="ipv4-4conn-4096"),
+    pytest.param("ipv6", 2, 10, 100, id="ipv6-2conn-100"),
+]
+
+
+@pytest.mark.parametrize("family,conns,msgs,size", UCMATOSE)
+def test_ucmatose(cm, family, conns, msgs, size):
+    """ucmatose: -c RC connections at once, each SENDing -C messages of -S bytes each
+    way; the server must be told the same -c/-C/-S to wait for all of them."""
+    a = addr(cm.server, family)
+    flags = "-p %d -c %d -C %d -S %d" % (CM_PORT, conns, msgs, size)
+    s, c = cm_client_server(cm, "ucmatose -b %s %s" % (a, flags),
+                            "ucmatose -s %s %s" % (a, flags), CM_PORT)
+    both_ok(s, c)
+    check_cmatose("server", s)
+    check_cmatose("client", c)
+
+
+def test_udaddy(cm):
+    """udaddy: UD QPs resolved through rdma_cm's SIDR exchange (ib_cm SIDR REQ/REP
+    MADs), then -C datagrams of the pair's MTU each way on each of -c paths."""
+    a = cm.server.guest.ip4
+    flags = "-c 2 -C 10 -S %d" % cm.mtu
+    s, c = cm_client_server(cm, "udaddy -b %s %s" % (a, flags),
+                            "udaddy -s %s %s" % (a, flags), UD_PORT)
+    both_ok(s, c)
+    check_cmatose("server", s)
+    check_cmatose("client", c)
+
+
+# ------------------------------------------------------------ librdmacm examples
+
+EXAMPLES = [
+    # rdma_server takes the address to bind to; rdma_xserver binds the wildcard.
+    pytest.param("rdma_server -s {addr}", "rdma_client -s {addr}", id="rdma_server"),
+    pytest.param("rdma_xserver -c r", "rdma_xclient -s {addr} -c r", id="rdma_xserver-rc"),
+]
+
+
+@pytest.mark.parametrize("server_cmd,client_cmd", EXAMPLES)
+def test_rdma_examples(cm, server_cmd, client_cmd):
+    """librdmacm's synchronous examples (rdma_create_ep, rdma_connect/rdma_accept,
+    one SEND each way). XRC ("-c x") is left out: rdma_rxe has no XRC."""
+    a = cm.server.guest.ip4
+    scmd = "%s -p %d" % (server_cmd.format(addr=a), CM_PORT)
+    ccmd = "%s -p %d" % (client_cmd.format(addr=a), CM_PORT)
+    s, c = cm_client_server(cm, scmd, ccmd, CM_PORT)
+    both_ok(s, c)
+    for who, r in (("server", s), ("client", c)):
+        prog = (scmd if who == "server" else ccmd).split()[0]
+        assert "%s: end 0" % prog in r.out, "%s did not end well: %r" % (who, r)
+
+
+# ------------------------------------------------------------ perftest -R
+
+PERF_PORT = 18515
+PERF_ITERS = 50
+
+# name -> (program, flags, message size printed in the result row, column of the
+# average: bw rows are bytes, iterations, peak, average, msg rate; lat rows are
+# bytes, iterations, min, max, typical, average, ...)
+PERFTEST_CM = {
+    "send_bw": ("ib_send_bw", "-s 4096 -n %d --report_gbits" % PERF_ITERS, 4096, 3),
+    "write_bw": ("ib_write_bw", "-s 4096 -n %d --report_gbits" % PERF_ITERS, 4096, 3),
+    "read_bw": ("ib_read_bw", "-s 4096 -n %d --report_gbits" % PERF_ITERS, 4096, 3),
+    "send_lat": ("ib_send_lat", "-s 2 -n %d" % PERF_ITERS, 2, 5),
+}
+
+
+@pytest.mark.parametrize("name", list(PERFTEST_CM))
+def test_perftest_rdma_cm(cm, name):
+    """-R: perftest connects its QP with rdma_cm (the server listens on -p) instead
+    of exchanging QP numbers over TCP; -x: the IPv4 RoCE v2 GID index; -F: no
+    cpufreq check. The client's result row must show a positive average."""
+    prog, flags, size, col = PERFTEST_CM[name]
+    srv, cli = cm.server, cm.client
+
+    def cmd(side, host=""):
+        return "%s -d %s -i 1 -x %d -F -R -p %d %s %s" % (prog, side.dev, side.gid["ipv4"],
+                                                         PERF_PORT, flags, host)
+    s, c = cm_client_server(cm, cmd(srv), cmd(cli, srv.guest.ip4), PERF_PORT)
+    both_ok(s, c)
+    assert "rdma_cm" in c.out, "client did not use rdma_cm: %r" % c
+    m = re.search(r"^\s*%d\s+%d\s+([\d.\s]+)$" % (size, PERF_ITERS), c.out, re.M)
+    assert m, "client printed no result row: %r" % c
+    nums = [float(x) for x in m.group(1).split()]
+    assert len(nums) > col - 2 and nums[col - 2] > 0, "no positive average in %r" % m.group(0)
