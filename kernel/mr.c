@@ -672,7 +672,8 @@ int sroce_mr_fast_reg(struct sroce_dev *sdev, struct sroce_pd *pd, u32 key,
  *
  * Only fast-registration regions can be invalidated.
  *
- * Return: 0, or -EINVAL if @key names no valid fast region of @pd.
+ * Return: 0, or -EINVAL if @key is not the current key of a fast region of
+ * @pd.
  */
 int sroce_mr_invalidate(struct sroce_dev *sdev, struct sroce_pd *pd, u32 key)
 {
@@ -683,8 +684,13 @@ int sroce_mr_invalidate(struct sroce_dev *sdev, struct sroce_pd *pd, u32 key)
 	mr = sroce_fast_mr_get(sdev, pd, key);
 	if (!mr)
 		return -EINVAL;
+	/*
+	 * Invalidating a region that is already invalid is no error (a ULP
+	 * may post LOCAL_INV after a remote invalidation it did not check
+	 * for), but the key must be the current one.
+	 */
 	spin_lock_irqsave(&mr->lock, flags);
-	if (mr->key != key || !mr->valid)
+	if (mr->key != key)
 		err = -EINVAL;
 	else
 		mr->valid = false;

@@ -51,12 +51,7 @@
 /*
  * Device limits reported by query_device.
  *
- * Protection domains, memory regions and completion queues exist in this
- * version; the other numbers are the limits the queue and shared receive
- * queue code is designed for, so that the device attributes do not change
- * under applications when those objects appear. Until then uverbs answers
- * EOPNOTSUPP for the verbs that would create them, and ib_core does not
- * offer the device to kernel ULPs (the kverbs mandatory ops are missing).
+ * The same limits apply to user space and to kernel consumers.
  *
  *  max_pd        0x7fff   PD numbers come from an IDA in [1, max_pd]
  *  max_qp        0x10000  64 Ki QPs, QPN space is 24 bits
@@ -72,7 +67,7 @@
  *  max_ah        0x10000
  *  max_qp_rd_atom 128     outstanding RDMA READ / atomic per QP, both ways
  *  max_res_rd_atom        max_qp * max_qp_rd_atom
- *  max_fast_reg_page_list_len 512 pages per fast-registration WR
+ *  max_fast_reg_page_list_len 512 pages per fast-registration MR
  *  max_pkeys     1        the default P_Key only
  *  max_mw / multicast     0: not planned for the first transport version
  */
