@@ -41,9 +41,8 @@ import pytest
 from conftest import (REPO, TOOLS, add_link, client_server, gid_index, unload_all_rdma_links,
                       wait_for)
 import rig as rigmod
+from pairs import BASELINE, DEVNAME, PAIRS
 
-BASELINE = os.environ.get("SROCE_TEST_RXE_BASELINE") == "1"
-DEVNAME = {"sroce": "sroce0", "rxe": "rxe0"}
 TOOL = TOOLS + "/sroce-rdma-test"
 HOST_TOOL = os.path.join(REPO, "build", "cmake", "userspace", "tools", "sroce-rdma-test")
 PORT = 18524
@@ -93,14 +92,6 @@ RXE_DEVIATIONS = {
 KINDS = [pytest.param("sroce", id="sroce"),
          pytest.param("rxe", id="rxe", marks=pytest.mark.skipif(
              not BASELINE, reason="rxe harness baseline: set SROCE_TEST_RXE_BASELINE=1"))]
-PAIRS = [
-    pytest.param(("sroce", "sroce"), id="sroce-sroce"),
-    pytest.param(("sroce", "rxe"), id="sroce-rxe"),
-    pytest.param(("rxe", "sroce"), id="rxe-sroce"),
-    pytest.param(("rxe", "rxe"), id="rxe-rxe",
-                 marks=pytest.mark.skipif(not BASELINE, reason="rxe<->rxe harness baseline: "
-                                          "set SROCE_TEST_RXE_BASELINE=1")),
-]
 FAMILIES = ["ipv4", "ipv6"]
 
 CASE_LINE = re.compile(r"^(PASS|FAIL) (\S+) \(([\d.]+) s\)(?:: (.*))?$")

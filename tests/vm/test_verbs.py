@@ -2,18 +2,9 @@
 """User-space RDMA traffic between the two guests: ibverbs-utils pingpongs and perftest.
 
 Every test runs its server in guest 0 and its client in guest 1, once per pair
-of device kinds (guest 0, guest 1):
-
-  sroce-sroce   sroce on both ends
-  sroce-rxe     sroce as the server/responder, the kernel's rdma_rxe as client
-  rxe-sroce     rdma_rxe as the server, sroce as the client/requester
-  rxe-rxe       the harness baseline on rdma_rxe alone; only with
-                SROCE_TEST_RXE_BASELINE=1 (skipped in a normal "make test")
-
-sroce and rdma_rxe cannot share a guest (both bind UDP 4791), so interop
-always puts one kind in each guest. The pair fixture (pairs.py, shared with
-test_rdmacm.py) is module-scoped and parametrized, so pytest runs all tests
-of one pair before reconfiguring the guests for the next.
+of device kinds (sroce-sroce, sroce-rxe, rxe-sroce; rxe-rxe as a baseline): see
+pairs.py, whose module-scoped pair fixture runs all tests of one pair before
+reconfiguring the guests for the next.
 
 The pingpongs' "-c" check is the tools' own: the server compares the first
 byte of every page of its receive buffer and prints "invalid data in page N"
