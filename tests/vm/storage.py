@@ -76,18 +76,24 @@ class GuestState:
         self.g.check("modprobe configfs && { mountpoint -q /sys/kernel/config || "
                      "mount -t configfs configfs /sys/kernel/config; }")
 
-    def restore(self):
+    def restore(self, settle=20):
         g = self.g
         if not self.configfs:
             g.run("mountpoint -q /sys/kernel/config && umount /sys/kernel/config; true")
         keep = " %s " % " ".join(sorted(self.mods))
         # Remove unused new modules until nothing more goes (dependencies free up
-        # as their users go).
-        g.run("keep=%s; for i in $(seq 30); do p=0; "
-              "for m in $(awk '$3 == 0 {print $1}' /proc/modules); do "
-              "case \"$keep\" in *\" $m \"*) continue;; esac; rmmod $m 2>/dev/null && p=1; "
-              "done; [ $p = 0 ] && break; done; true" % shlex.quote(keep), timeout=120)
-        return sorted(modules(g) - self.mods)
+        # as their users go). After a failure, users may linger a while (an
+        # interrupted mount, a connection being torn down): retry for settle s.
+        end = time.time() + settle
+        while True:
+            g.run("keep=%s; for i in $(seq 30); do p=0; "
+                  "for m in $(awk '$3 == 0 {print $1}' /proc/modules); do "
+                  "case \"$keep\" in *\" $m \"*) continue;; esac; rmmod $m 2>/dev/null && p=1; "
+                  "done; [ $p = 0 ] && break; done; true" % shlex.quote(keep), timeout=120)
+            left = sorted(modules(g) - self.mods)
+            if not left or time.time() > end:
+                return left
+            time.sleep(2)
 
 
 @contextlib.contextmanager
@@ -578,7 +584,8 @@ NFS_MNT = "/mnt/sroce-nfs"
 
 def nfs_mount(g, server, vers="4.2"):
     g.check("modprobe nfs && modprobe rpcrdma && mkdir -p %s" % NFS_MNT)
-    g.check("mount -t nfs -o proto=rdma,port=%d,vers=%s %s:%s %s"
+    # retry=0: one attempt, not mount.nfs's default of retrying for 2 minutes.
+    g.check("mount -t nfs -o proto=rdma,port=%d,vers=%s,retry=0 %s:%s %s"
             % (NFS_PORT, vers, server.addr, server.export, NFS_MNT), timeout=120)
     line = g.check("grep ' %s ' /proc/mounts" % NFS_MNT)
     assert "proto=rdma" in line and "port=%d" % NFS_PORT in line and "vers=%s" % vers in line, line
