@@ -109,11 +109,12 @@ def guest_state(*guests):
 
 
 def kill_daemon(g, name, pidfile=None):
-    """SIGTERM the process(es) named name, wait until they are gone."""
+    """SIGTERM the process(es) named name, wait until they are gone (SIGKILL
+    after 10 s). Returns True if none is left."""
     g.run("pkill -x %s; for i in $(seq 100); do pgrep -x %s >/dev/null || break; sleep 0.1; "
           "done; pkill -9 -x %s; %s true" % (name, name, name,
                                              "rm -f %s;" % pidfile if pidfile else ""))
-    assert g.run("pgrep -x %s" % name).rc != 0, "%s still running in %s" % (name, g.name)
+    return g.run("pgrep -x %s" % name).rc != 0
 
 
 # ------------------------------------------------------------ block devices and fio
@@ -300,7 +301,7 @@ class NvmeHost:
         self.ctrl = None
         self.ns = {}
 
-    def connect(self, state):
+    def connect(self):
         g, t = self.g, self.t
         g.check("modprobe nvme-rdma")
         disc = nvme_discover(g, t)
@@ -339,10 +340,10 @@ class NvmeHost:
 
 
 @contextlib.contextmanager
-def nvme_host(g, target, state):
+def nvme_host(g, target):
     h = NvmeHost(g, target)
     try:
-        yield h.connect(state)
+        yield h.connect()
     finally:
         if nvme_controllers(g, target.nqn):
             h.disconnect()
@@ -418,8 +419,9 @@ class LioIserTarget:
                   "rm -rf /run/sroce-lio; true")
             if self.dbus:
                 # It leaves its pid file behind, and refuses to start again while it exists.
-                kill_daemon(g, "dbus-daemon", "/run/dbus/pid /run/dbus/system_bus_socket")
+                gone = kill_daemon(g, "dbus-daemon", "/run/dbus/pid /run/dbus/system_bus_socket")
             g.run("modprobe -r ib_isert iscsi_target_mod; true", timeout=60)
+            assert not self.dbus or gone, "dbus-daemon still running in " + g.name
 
 
 @contextlib.contextmanager
@@ -459,7 +461,7 @@ class IserInitiator:
         self.iscsid = False
         self.portal = "%s:3260" % target.addr
 
-    def start(self, state):
+    def start(self):
         g = self.g
         # iscsid reads the initiator name from here; the host's file is not ours.
         g.check("cp -a /etc/iscsi/initiatorname.iscsi /run/sroce-initiatorname.orig 2>/dev/null; "
@@ -501,24 +503,26 @@ class IserInitiator:
 
     def stop(self):
         g = self.g
-        if iscsi_sessions(g):
+        if g.run("iscsiadm -m session").ok:
             g.run("iscsiadm -m node -T %s -p %s -I iser --logout" % (self.t.iqn, self.portal),
                   timeout=120)
         g.run("iscsiadm -m node -o delete; iscsiadm -m discoverydb -t sendtargets -p %s -I iser "
               "-o delete; true" % self.portal)
+        gone = True
         if self.iscsid:
             g.run("iscsiadm -k 0; true")
-            kill_daemon(g, "iscsid", "/run/iscsid.pid")
+            gone = kill_daemon(g, "iscsid", "/run/iscsid.pid")
         g.run("[ -e /run/sroce-initiatorname.orig ] && mv /run/sroce-initiatorname.orig "
               "/etc/iscsi/initiatorname.iscsi; true")
         g.run("modprobe -r ib_iser; true", timeout=60)
+        assert gone, "iscsid still running in " + g.name
 
 
 @contextlib.contextmanager
-def iser_initiator(g, target, state):
+def iser_initiator(g, target):
     i = IserInitiator(g, target)
     try:
-        i.start(state)
+        i.start()
         yield i
     finally:
         i.stop()
@@ -560,13 +564,13 @@ class NfsRdmaServer:
     def teardown(self):
         g = self.g
         g.run("rpc.nfsd 0; exportfs -ua; true", timeout=60)
-        kill_daemon(g, "rpc.mountd")
-        kill_daemon(g, "rpcbind")
+        gone = [d for d in ("rpc.mountd", "rpcbind") if kill_daemon(g, d)]
         g.run("umount /proc/fs/nfsd; umount %s; rmdir %s; rm -rf /var/lib/nfs; true"
               % (self.export, self.export))
-        assert g.run("grep -E ' (nfsd|%s) ' /proc/mounts" % self.export).rc != 0, \
-            "nfsd or export still mounted"
         g.run("modprobe -r nfsd rpcrdma; true", timeout=60)
+        assert len(gone) == 2, "rpc.mountd or rpcbind still running in " + g.name
+        assert g.run("grep -E ' (/proc/fs/nfsd|%s) ' /proc/mounts" % self.export).rc != 0, \
+            "nfsd or the export still mounted"
 
 
 @contextlib.contextmanager
@@ -586,7 +590,7 @@ def nfs_mount(g, server, vers="4.2"):
     g.check("modprobe nfs && modprobe rpcrdma && mkdir -p %s" % NFS_MNT)
     # retry=0: one attempt, not mount.nfs's default of retrying for 2 minutes.
     g.check("mount -t nfs -o proto=rdma,port=%d,vers=%s,retry=0 %s:%s %s"
-            % (NFS_PORT, vers, server.addr, server.export, NFS_MNT), timeout=120)
+            % (NFS_PORT, vers, server.addr, server.export, NFS_MNT), timeout=60)
     line = g.check("grep ' %s ' /proc/mounts" % NFS_MNT)
     assert "proto=rdma" in line and "port=%d" % NFS_PORT in line and "vers=%s" % vers in line, line
     return line
@@ -603,7 +607,7 @@ def nfs_client(g):
         yield
     finally:
         if g.run("grep -q ' %s ' /proc/mounts" % NFS_MNT).ok:
-            g.run("umount -f %s" % NFS_MNT, timeout=120)
+            g.run("umount -f %s || umount -l %s" % (NFS_MNT, NFS_MNT), timeout=120)
         g.run("rmdir %s; modprobe -r nfsv4 nfs rpcrdma; true" % NFS_MNT, timeout=60)
 
 
