@@ -1,0 +1,630 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Helpers for the storage-over-RDMA suite (tests/vm/test_storage.py).
+
+Every service is a context manager that sets itself up in a guest and, on the
+way out, takes down exactly what it set up: configfs entries, daemons, mounts,
+files, and the kernel modules that were not loaded before (GuestState). The
+guests are minimal (no systemd, no udev); docs in Documentation/storage.rst
+repeat the commands used here.
+"""
+import contextlib
+import json
+import re
+import shlex
+import time
+
+from conftest import add_link, gid_index, unload_all_rdma_links, wait_for
+
+DEVNAME = {"sroce": "sroce0", "rxe": "rxe0"}
+
+NVME_NQN = "nqn.2026-01.org.example:sroce-nvme"
+NVME_PORT = 4420
+ISCSI_IQN = "iqn.2026-01.org.example:sroce-tgt"
+NFS_PORT = 20049
+NULLB = "sroce_nullb"           # configfs nullb name = its block device name
+
+
+def host_nqn(g):
+    return "nqn.2026-01.org.example:sroce-host-%s" % g.name
+
+
+def host_id(g):
+    return "5e7c0c5e-0000-4000-8000-%012d" % g.index
+
+
+def initiator_iqn(g):
+    return "iqn.2026-01.org.example:sroce-%s" % g.name
+
+
+# ------------------------------------------------------------ RDMA device of a kind
+
+def configure(g, kind):
+    """Leave g with exactly one RDMA device of kind on eth0 and its IPv4 RoCE v2
+    GID in place (rdma_cm resolves the peer's IP to that GID)."""
+    unload_all_rdma_links(g)
+    if kind == "rxe":
+        g.check("modprobe rdma_rxe")
+    dev = add_link(g, DEVNAME[kind], "eth0", kind)
+
+    def gid():
+        try:
+            return gid_index(g, dev)
+        except AssertionError:
+            return None
+    wait_for(lambda: gid() is not None, timeout=30, what="IPv4 RoCE v2 GID on %s" % dev)
+    return dev
+
+
+# ------------------------------------------------------------ guest state
+
+def modules(g):
+    return set(g.check("awk '{print $1}' /proc/modules").split())
+
+
+class GuestState:
+    """What a guest had before a service started: loaded modules and whether
+    configfs was mounted. restore() unloads every module that came in since
+    (they may have been pulled in as dependencies, in any order) and unmounts
+    configfs if we mounted it; it returns the modules it could not unload."""
+
+    def __init__(self, g):
+        self.g = g
+        self.mods = modules(g)
+        self.configfs = g.run("mountpoint -q /sys/kernel/config").ok
+
+    def mount_configfs(self):
+        self.g.check("modprobe configfs && { mountpoint -q /sys/kernel/config || "
+                     "mount -t configfs configfs /sys/kernel/config; }")
+
+    def restore(self, settle=20):
+        g = self.g
+        if not self.configfs:
+            g.run("mountpoint -q /sys/kernel/config && umount /sys/kernel/config; true")
+        keep = " %s " % " ".join(sorted(self.mods))
+        # Remove unused new modules until nothing more goes (dependencies free up
+        # as their users go). After a failure, users may linger a while (an
+        # interrupted mount, a connection being torn down): retry for settle s.
+        end = time.time() + settle
+        while True:
+            g.run("keep=%s; for i in $(seq 30); do p=0; "
+                  "for m in $(awk '$3 == 0 {print $1}' /proc/modules); do "
+                  "case \"$keep\" in *\" $m \"*) continue;; esac; rmmod $m 2>/dev/null && p=1; "
+                  "done; [ $p = 0 ] && break; done; true" % shlex.quote(keep), timeout=120)
+            left = sorted(modules(g) - self.mods)
+            if not left or time.time() > end:
+                return left
+            time.sleep(2)
+
+
+@contextlib.contextmanager
+def guest_state(*guests):
+    """Snapshot guests; on exit restore them and fail if a module stays loaded."""
+    states = [GuestState(g) for g in guests]
+    try:
+        yield states
+    finally:
+        left = {s.g.name: s.restore() for s in states}
+        left = {k: v for k, v in left.items() if v}
+        assert not left, "modules left loaded after teardown: %r" % left
+
+
+def kill_daemon(g, name, pidfile=None):
+    """SIGTERM the process(es) named name, wait until they are gone (SIGKILL
+    after 10 s). Returns True if none is left."""
+    g.run("pkill -x %s; for i in $(seq 100); do pgrep -x %s >/dev/null || break; sleep 0.1; "
+          "done; pkill -9 -x %s; %s true" % (name, name, name,
+                                             "rm -f %s;" % pidfile if pidfile else ""))
+    return g.run("pgrep -x %s" % name).rc != 0
+
+
+# ------------------------------------------------------------ block devices and fio
+
+def block_devices(g):
+    return set(g.check("ls /sys/block").split())
+
+
+def ensure_dev_node(g, name):
+    """/dev/NAME for block device NAME. devtmpfs normally creates it; without
+    devtmpfs, make it from /sys/block/NAME/dev (there is no udev)."""
+    g.check("[ -b /dev/{0} ] || {{ IFS=: read -r ma mi < /sys/block/{0}/dev && "
+            "mknod /dev/{0} b $ma $mi; }}".format(name))
+    return "/dev/" + name
+
+
+class FioPatterns:
+    """The two write-and-verify patterns run on every device: random 4 KiB writes
+    (iodepth 16), then, in a separate region, sequential 128 KiB writes
+    (iodepth 4). Each job writes its region once, then reads it all back and
+    checks a crc32c and header in every block (--verify=crc32c). One fio
+    process runs them on all devices, one job after the other (stonewall)."""
+
+    def __init__(self, rand_bytes, seq_bytes):
+        self.rand_bytes, self.seq_bytes = rand_bytes, seq_bytes
+
+    @property
+    def span(self):
+        return self.rand_bytes + self.seq_bytes
+
+    def cmd(self, devs, engine="libaio"):
+        common = ("--ioengine=%s --direct=1 --verify=crc32c --do_verify=1 --verify_fatal=1 "
+                  "--verify_state_save=0 --output-format=json" % engine)
+        jobs = []
+        for dev in devs:
+            name = dev.rsplit("/", 1)[-1]
+            jobs.append("--name=rand4k-%s --filename=%s --stonewall --rw=randwrite --bs=4k "
+                        "--iodepth=16 --offset=0 --size=%d" % (name, dev, self.rand_bytes))
+            jobs.append("--name=seq128k-%s --filename=%s --stonewall --rw=write --bs=128k "
+                        "--iodepth=4 --offset=%d --size=%d" % (name, dev, self.rand_bytes,
+                                                               self.seq_bytes))
+        return "cd /tmp && fio %s %s" % (common, " ".join(jobs))
+
+    def expected(self, devs):
+        exp = {}
+        for dev in devs:
+            name = dev.rsplit("/", 1)[-1]
+            exp["rand4k-" + name] = self.rand_bytes
+            exp["seq128k-" + name] = self.seq_bytes
+        return exp
+
+
+def parse_fio(r, expected):
+    """Check a fio --output-format=json run: exit 0, no job error, every job
+    wrote and verified (read back) exactly its size. Returns {job: (write s, read s)}."""
+    assert r.rc == 0, "fio failed: %r" % r
+    text = r.out[r.out.index("{"):] if "{" in r.out else r.out
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise AssertionError("fio printed no JSON: %r" % r)
+    jobs = {j["jobname"]: j for j in data["jobs"]}
+    assert set(jobs) == set(expected), "fio jobs %r, expected %r" % (sorted(jobs), expected)
+    times = {}
+    for name, size in expected.items():
+        j = jobs[name]
+        assert j["error"] == 0, "fio job %s: error %d (verify failure?): %r" % (name, j["error"], r)
+        assert j["write"]["io_bytes"] == size, \
+            "fio job %s wrote %d bytes, expected %d" % (name, j["write"]["io_bytes"], size)
+        # The verify phase reads back every block written.
+        assert j["read"]["io_bytes"] == size, \
+            "fio job %s verified %d bytes, expected %d" % (name, j["read"]["io_bytes"], size)
+        times[name] = (j["write"]["runtime"] / 1000.0, j["read"]["runtime"] / 1000.0)
+    assert "verify:" not in r.err and "bad magic" not in r.err, "fio reported: %r" % r.err
+    return times
+
+
+def fio_verify(g, devs, patterns, timeout=300):
+    """Run patterns on every device of devs in g; check the results."""
+    r = g.run(patterns.cmd(devs), timeout=timeout)
+    return parse_fio(r, patterns.expected(devs))
+
+
+# ------------------------------------------------------------ NVMe over Fabrics
+
+class NvmetTarget:
+    """nvmet in guest g: one subsystem (any host allowed) with two namespaces,
+    1 = a memory-backed null_blk disk, 2 = a file on tmpfs (buffered_io: tmpfs
+    has no O_DIRECT in 6.1), exported on an RDMA port at g's IPv4 address."""
+
+    CFG = "/sys/kernel/config/nvmet"
+
+    def __init__(self, g, size_mb=64, nqn=NVME_NQN, port_id=1):
+        self.g, self.size_mb, self.nqn, self.port_id = g, size_mb, nqn, port_id
+        self.file = "/run/sroce-nvmet/ns2.img"
+        self.addr = g.ip4
+        self.subsys = "%s/subsystems/%s" % (self.CFG, nqn)
+        self.port = "%s/ports/%d" % (self.CFG, port_id)
+        self.link = "%s/subsystems/%s" % (self.port, nqn)
+
+    def setup(self, state):
+        g = self.g
+        state.mount_configfs()
+        g.check("modprobe nvmet && modprobe nvmet-rdma && modprobe null_blk nr_devices=0")
+        g.check("set -e; d=/sys/kernel/config/nullb/%s; mkdir $d; echo %d > $d/size; "
+                "echo 4096 > $d/blocksize; echo 1 > $d/memory_backed; echo 1 > $d/power"
+                % (NULLB, self.size_mb))
+        wait_for(lambda: NULLB in block_devices(g), timeout=10, what="null_blk " + NULLB)
+        nb = ensure_dev_node(g, NULLB)
+        g.check("mkdir -p %s && truncate -s %dM %s" % (self.file.rsplit("/", 1)[0],
+                                                        self.size_mb, self.file))
+        g.check("set -e; s=%s; mkdir $s; echo 1 > $s/attr_allow_any_host; "
+                "mkdir $s/namespaces/1; echo -n %s > $s/namespaces/1/device_path; "
+                "echo 1 > $s/namespaces/1/enable; "
+                "mkdir $s/namespaces/2; echo -n %s > $s/namespaces/2/device_path; "
+                "echo 1 > $s/namespaces/2/buffered_io; echo 1 > $s/namespaces/2/enable; "
+                "p=%s; mkdir $p; echo rdma > $p/addr_trtype; echo ipv4 > $p/addr_adrfam; "
+                "echo %s > $p/addr_traddr; echo %d > $p/addr_trsvcid"
+                % (self.subsys, nb, self.file, self.port, self.addr, NVME_PORT))
+        self.enable()
+
+    def enable(self):
+        """Link the subsystem to the port: nvmet-rdma starts listening."""
+        self.g.check("ln -s %s %s" % (self.subsys, self.link))
+
+    def disable(self):
+        """Unlink it: with no subsystem left, the port stops listening and the
+        target drops the hosts' queues."""
+        self.g.check("rm %s" % self.link)
+
+    def teardown(self):
+        g = self.g
+        g.run("rm -f %s/ports/*/subsystems/*; rmdir %s/ports/* 2>/dev/null; "
+              "for n in %s/namespaces/*; do [ -d $n ] && echo 0 > $n/enable && rmdir $n; done; "
+              "rmdir %s; rmdir /sys/kernel/config/nullb/%s; rm -rf /run/sroce-nvmet; true"
+              % (self.CFG, self.CFG, self.subsys, self.subsys, NULLB), timeout=60)
+        left = g.run("ls %s/ports %s/subsystems /sys/kernel/config/nullb 2>/dev/null"
+                     % (self.CFG, self.CFG)).out.split()
+        left = [x for x in left if x not in ("features",) and not x.endswith(":")]
+        assert not left, "configfs entries left in %s: %r" % (g.name, left)
+        g.check("modprobe -r nvmet_rdma nvmet null_blk")
+
+
+@contextlib.contextmanager
+def nvmet_target(g, state, **kw):
+    t = NvmetTarget(g, **kw)
+    try:
+        t.setup(state)
+        yield t
+    finally:
+        t.teardown()
+
+
+def nvme_discover(g, target):
+    out = g.check("nvme discover -t rdma -a %s -s %d --hostnqn=%s --hostid=%s"
+                  % (target.addr, NVME_PORT, host_nqn(g), host_id(g)), timeout=120)
+    return out
+
+
+def nvme_controllers(g, nqn):
+    """Names of g's fabrics controllers connected to subsystem nqn."""
+    out = g.run("for c in /sys/class/nvme/nvme*; do [ -e $c/subsysnqn ] && "
+                "echo ${c##*/} $(cat $c/subsysnqn); done").out
+    return sorted(l.split()[0] for l in out.splitlines() if l.split()[1:] == [nqn])
+
+
+def nvme_ctrl_attr(g, ctrl, attr):
+    return g.run("cat /sys/class/nvme/%s/%s" % (ctrl, attr)).out.strip()
+
+
+def nvme_namespaces(g, nqn):
+    """{nsid: block device name} of the (multipath head) namespaces of nqn."""
+    out = g.run("for b in /sys/block/nvme*n*; do n=${b##*/}; case $n in *c*) continue;; esac; "
+                "[ \"$(cat $b/device/subsysnqn 2>/dev/null)\" = %s ] && "
+                "echo $(cat $b/nsid) $n; done; true" % shlex.quote(nqn)).out
+    return {int(a): b for a, b in (l.split() for l in out.splitlines())}
+
+
+class NvmeHost:
+    """nvme-rdma in guest g, connected to target (short reconnect delay)."""
+
+    def __init__(self, g, target):
+        self.g, self.t = g, target
+        self.ctrl = None
+        self.ns = {}
+
+    def connect(self):
+        g, t = self.g, self.t
+        g.check("modprobe nvme-rdma")
+        disc = nvme_discover(g, t)
+        assert re.search(r"subnqn:\s*%s" % re.escape(t.nqn), disc), disc
+        assert re.search(r"trtype:\s*rdma", disc) and re.search(r"traddr:\s*%s\b" %
+                                                                re.escape(t.addr), disc), disc
+        g.check("nvme connect -t rdma -n %s -a %s -s %d --hostnqn=%s --hostid=%s "
+                "--reconnect-delay=1 --ctrl-loss-tmo=60"
+                % (t.nqn, t.addr, NVME_PORT, host_nqn(g), host_id(g)), timeout=120)
+        ctrls = nvme_controllers(g, t.nqn)
+        assert len(ctrls) == 1, "controllers for %s: %r" % (t.nqn, ctrls)
+        self.ctrl = ctrls[0]
+        assert nvme_ctrl_attr(g, self.ctrl, "transport") == "rdma"
+        addr = nvme_ctrl_attr(g, self.ctrl, "address")
+        assert "traddr=%s" % t.addr in addr and "trsvcid=%d" % NVME_PORT in addr, addr
+        # Namespaces are scanned asynchronously after connect.
+        self.ns = wait_for(lambda: (lambda ns: ns if len(ns) == 2 else None)(
+            nvme_namespaces(g, t.nqn)), timeout=30, what="two namespaces of " + t.nqn)
+        for n, b in self.ns.items():
+            ensure_dev_node(g, b)
+            sectors = int(g.check("cat /sys/block/%s/size" % b))
+            assert sectors * 512 == t.size_mb << 20, "%s: %d sectors" % (b, sectors)
+        return self
+
+    def state(self):
+        return nvme_ctrl_attr(self.g, self.ctrl, "state")
+
+    def disconnect(self):
+        g = self.g
+        r = g.run("nvme disconnect -n %s" % self.t.nqn, timeout=120)
+        assert r.ok and "disconnected 1 controller" in r.out, r
+        wait_for(lambda: not nvme_controllers(g, self.t.nqn), timeout=30,
+                 what="controller of %s to go" % self.t.nqn)
+        gone = block_devices(g) & set(self.ns.values())
+        assert not gone, "namespaces still present after disconnect: %r" % gone
+
+
+@contextlib.contextmanager
+def nvme_host(g, target):
+    h = NvmeHost(g, target)
+    try:
+        yield h.connect()
+    finally:
+        if nvme_controllers(g, target.nqn):
+            h.disconnect()
+        g.run("modprobe -r nvme_rdma nvme_fabrics; true", timeout=60)
+
+
+# ------------------------------------------------------------ iSER (LIO + open-iscsi)
+
+class LioIserTarget:
+    """LIO in guest g, configured with targetcli: a ramdisk LUN (0) and a
+    fileio LUN (1, a file on tmpfs), an ACL for the initiator's IQN, and one
+    portal on g's IPv4 address with iSER enabled (ib_isert)."""
+
+    BACKSTORES = {0: ("ramdisk", "sroce_rd"), 1: ("fileio", "sroce_fio")}
+
+    def __init__(self, g, initiator, size_mb=64):
+        self.g, self.initiator, self.size_mb = g, initiator, size_mb
+        self.addr = g.ip4
+        self.iqn = ISCSI_IQN
+        self.file = "/run/sroce-lio/lun1.img"
+        self.dbus = False
+
+    def targetcli(self, cmds, timeout=180):
+        """Run targetcli commands in one process (it reads them from stdin)."""
+        script = "\n".join(["set global auto_save_on_exit=false"] + cmds) + "\n"
+        r = self.g.run("mkdir -p /run/sroce-lio/home && HOME=/run/sroce-lio/home targetcli "
+                       "<<'EOF'\n%sEOF" % script, timeout=timeout)
+        assert r.ok, r
+        # targetcli exits 0 even when a command fails; it says why on stderr.
+        errs = [l for l in r.err.splitlines()
+                if l.strip() and not l.startswith("Warning: Could not load preferences")]
+        assert not errs, "targetcli: %s\n%r" % ("; ".join(errs), r)
+        return r.out
+
+    def setup(self, state):
+        g = self.g
+        state.mount_configfs()
+        # rtslib (under targetcli) asks the D-Bus system bus; there is no systemd.
+        if g.run("[ -S /run/dbus/system_bus_socket ] && pgrep -x dbus-daemon").rc != 0:
+            g.check("mkdir -p /run/dbus && rm -f /run/dbus/pid /run/dbus/system_bus_socket && "
+                    "dbus-daemon --system --fork")
+            self.dbus = True
+        g.check("modprobe target_core_mod && modprobe iscsi_target_mod && modprobe ib_isert")
+        g.check("mkdir -p /run/sroce-lio")
+        t = "/iscsi/%s/tpg1" % self.iqn
+        out = self.targetcli([
+            "/backstores/ramdisk create name=sroce_rd size=%dM" % self.size_mb,
+            "/backstores/fileio create name=sroce_fio file_or_dev=%s size=%dM sparse=true "
+            "write_back=false" % (self.file, self.size_mb),
+            "/iscsi create %s" % self.iqn,
+            "%s/luns create /backstores/ramdisk/sroce_rd lun=0" % t,
+            "%s/luns create /backstores/fileio/sroce_fio lun=1" % t,
+            "%s/portals delete 0.0.0.0 3260" % t,
+            "%s/portals create %s 3260" % (t, self.addr),
+            "%s/portals/%s:3260 enable_iser true" % (t, self.addr),
+            "%s/acls create %s" % (t, self.initiator),
+        ])
+        assert "iSER enable now: True" in out, out
+        np = "/sys/kernel/config/target/iscsi/%s/tpgt_1/np/%s:3260/iser" % (self.iqn, self.addr)
+        assert g.check("cat " + np).strip() == "1", "portal has no iSER"
+
+    def teardown(self):
+        g = self.g
+        try:
+            if g.run("[ -d /sys/kernel/config/target/iscsi ]").ok:
+                self.targetcli(["clearconfig confirm=True"])
+            left = g.run("ls /sys/kernel/config/target/iscsi 2>/dev/null | grep ^iqn; "
+                         "ls /sys/kernel/config/target/core 2>/dev/null | grep -v ^alua; true").out
+            assert not left.strip(), "LIO entries left in %s: %r" % (g.name, left)
+        finally:
+            # The fabric's configfs group holds a reference on iscsi_target_mod.
+            g.run("rmdir /sys/kernel/config/target/iscsi 2>/dev/null; "
+                  "rm -rf /run/sroce-lio; true")
+            if self.dbus:
+                # It leaves its pid file behind, and refuses to start again while it exists.
+                gone = kill_daemon(g, "dbus-daemon", "/run/dbus/pid /run/dbus/system_bus_socket")
+            g.run("modprobe -r ib_isert iscsi_target_mod; true", timeout=60)
+            assert not self.dbus or gone, "dbus-daemon still running in " + g.name
+
+
+@contextlib.contextmanager
+def lio_iser_target(g, initiator, state, **kw):
+    t = LioIserTarget(g, initiator, **kw)
+    try:
+        t.setup(state)
+        yield t
+    finally:
+        t.teardown()
+
+
+def iscsi_sessions(g):
+    """`iscsiadm -m session` lines (empty: no session)."""
+    r = g.run("iscsiadm -m session")
+    if r.rc == 21:      # ISCSI_ERR_NO_OBJS_FOUND: "No active sessions."
+        return []
+    assert r.ok, r
+    return [l for l in r.out.splitlines() if l.strip()]
+
+
+def iscsi_disks(g, iqn):
+    """{LUN: sdX} of the SCSI disks behind sessions to target iqn."""
+    out = g.run("for b in /sys/block/sd*; do [ -e $b ] || continue; "
+                "d=$(readlink -f $b/device); s=${d%%/target*}; s=${s##*/}; "
+                "[ \"$(cat /sys/class/iscsi_session/$s/targetname 2>/dev/null)\" = %s ] && "
+                "echo ${d##*:} ${b##*/}; done; true" % shlex.quote(iqn)).out
+    return {int(a): b for a, b in (l.split() for l in out.splitlines())}
+
+
+class IserInitiator:
+    """open-iscsi in guest g, logged in to target over the built-in "iser" iface."""
+
+    def __init__(self, g, target):
+        self.g, self.t = g, target
+        self.disks = {}
+        self.iscsid = False
+        self.portal = "%s:3260" % target.addr
+
+    def start(self):
+        g = self.g
+        # iscsid reads the initiator name from here; the host's file is not ours.
+        g.check("cp -a /etc/iscsi/initiatorname.iscsi /run/sroce-initiatorname.orig 2>/dev/null; "
+                "echo InitiatorName=%s > /etc/iscsi/initiatorname.iscsi" % self.t.initiator)
+        g.check("modprobe ib_iser && modprobe sd_mod")
+        # iscsid.conf's iscsid.startup would ask systemd; start it by hand.
+        if g.run("pgrep -x iscsid").rc != 0:
+            g.check("mkdir -p /run/lock/iscsi && iscsid")
+            self.iscsid = True
+            wait_for(lambda: g.run("iscsiadm -m session").rc in (0, 21), timeout=20,
+                     what="iscsid to answer")
+
+    def login(self):
+        g, t = self.g, self.t
+        out = g.check("iscsiadm -m discovery -t sendtargets -p %s -I iser" % self.portal,
+                      timeout=120)
+        assert re.search(r"^%s,1 %s$" % (re.escape(self.portal), re.escape(t.iqn)), out, re.M), out
+        g.check("iscsiadm -m node -T %s -p %s -I iser --login" % (t.iqn, self.portal),
+                timeout=120)
+        sess = iscsi_sessions(g)
+        assert len(sess) == 1 and sess[0].startswith("iser: ") and t.iqn in sess[0], sess
+        self.disks = wait_for(lambda: (lambda d: d if len(d) == 2 else None)(
+            iscsi_disks(g, t.iqn)), timeout=60, what="two iSER LUNs as sd disks")
+        for lun, sd in self.disks.items():
+            ensure_dev_node(g, sd)
+            sectors = int(g.check("cat /sys/block/%s/size" % sd))
+            assert sectors * 512 == t.size_mb << 20, "%s: %d sectors" % (sd, sectors)
+            model = g.check("cat /sys/block/%s/device/model" % sd).strip()
+            assert model == t.BACKSTORES[lun][1], "LUN %d is %s: model %r" % (lun, sd, model)
+        return self
+
+    def logout(self):
+        g, t = self.g, self.t
+        g.check("iscsiadm -m node -T %s -p %s -I iser --logout" % (t.iqn, self.portal),
+                timeout=120)
+        assert iscsi_sessions(g) == [], "session left after logout"
+        wait_for(lambda: not (block_devices(g) & set(self.disks.values())), timeout=30,
+                 what="iSER disks to go")
+
+    def stop(self):
+        g = self.g
+        if g.run("iscsiadm -m session").ok:
+            g.run("iscsiadm -m node -T %s -p %s -I iser --logout" % (self.t.iqn, self.portal),
+                  timeout=120)
+        g.run("iscsiadm -m node -o delete; iscsiadm -m discoverydb -t sendtargets -p %s -I iser "
+              "-o delete; true" % self.portal)
+        gone = True
+        if self.iscsid:
+            g.run("iscsiadm -k 0; true")
+            gone = kill_daemon(g, "iscsid", "/run/iscsid.pid")
+        g.run("[ -e /run/sroce-initiatorname.orig ] && mv /run/sroce-initiatorname.orig "
+              "/etc/iscsi/initiatorname.iscsi; true")
+        g.run("modprobe -r ib_iser; true", timeout=60)
+        assert gone, "iscsid still running in " + g.name
+
+
+@contextlib.contextmanager
+def iser_initiator(g, target):
+    i = IserInitiator(g, target)
+    try:
+        i.start()
+        yield i
+    finally:
+        i.stop()
+
+
+# ------------------------------------------------------------ NFS over RDMA
+
+class NfsRdmaServer:
+    """knfsd in guest g exporting a tmpfs directory, listening on RDMA port
+    20049 (and TCP 2049, which rpc.nfsd always opens). No systemd: rpcbind,
+    exportfs, rpc.mountd and rpc.nfsd are started by hand."""
+
+    def __init__(self, g, size_mb):
+        self.g = g
+        self.export = "/srv/sroce-nfs"
+        self.size_mb = size_mb
+        self.addr = g.ip4
+
+    def setup(self, state):
+        g = self.g
+        g.check("modprobe nfsd && modprobe rpcrdma")
+        g.check("mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd")
+        g.check("mkdir -p %s /var/lib/nfs/v4recovery && touch /var/lib/nfs/etab "
+                "/var/lib/nfs/rmtab && mount -t tmpfs -o size=%dM sroce-nfs %s"
+                % (self.export, self.size_mb, self.export))
+        g.check("rpcbind -w")
+        g.check("exportfs -o rw,no_root_squash,insecure,no_subtree_check,fsid=1 %s/24:%s"
+                % (self.addr.rsplit(".", 1)[0] + ".0", self.export))
+        g.check("rpc.mountd")
+        # Shortest lease and grace the kernel allows (10 s), set before nfsd starts.
+        g.check("echo 10 > /proc/fs/nfsd/nfsv4leasetime && echo 10 > /proc/fs/nfsd/nfsv4gracetime")
+        g.check("rpc.nfsd 4", timeout=60)
+        g.check("echo rdma %d > /proc/fs/nfsd/portlist" % NFS_PORT)
+        ports = g.check("cat /proc/fs/nfsd/portlist")
+        assert "rdma %d" % NFS_PORT in ports, ports
+        # No client has state to reclaim: end the NFSv4 grace period now.
+        g.check("echo Y > /proc/fs/nfsd/v4_end_grace")
+
+    def teardown(self):
+        g = self.g
+        g.run("rpc.nfsd 0; exportfs -ua; true", timeout=60)
+        gone = [d for d in ("rpc.mountd", "rpcbind") if kill_daemon(g, d)]
+        g.run("umount /proc/fs/nfsd; umount %s; rmdir %s; rm -rf /var/lib/nfs; true"
+              % (self.export, self.export))
+        g.run("modprobe -r nfsd rpcrdma; true", timeout=60)
+        assert len(gone) == 2, "rpc.mountd or rpcbind still running in " + g.name
+        assert g.run("grep -E ' (/proc/fs/nfsd|%s) ' /proc/mounts" % self.export).rc != 0, \
+            "nfsd or the export still mounted"
+
+
+@contextlib.contextmanager
+def nfs_rdma_server(g, state, size_mb):
+    s = NfsRdmaServer(g, size_mb)
+    try:
+        s.setup(state)
+        yield s
+    finally:
+        s.teardown()
+
+
+NFS_MNT = "/mnt/sroce-nfs"
+
+
+def nfs_mount(g, server, vers="4.2"):
+    g.check("modprobe nfs && modprobe rpcrdma && mkdir -p %s" % NFS_MNT)
+    # retry=0: one attempt, not mount.nfs's default of retrying for 2 minutes.
+    g.check("mount -t nfs -o proto=rdma,port=%d,vers=%s,retry=0 %s:%s %s"
+            % (NFS_PORT, vers, server.addr, server.export, NFS_MNT), timeout=60)
+    line = g.check("grep ' %s ' /proc/mounts" % NFS_MNT)
+    assert "proto=rdma" in line and "port=%d" % NFS_PORT in line and "vers=%s" % vers in line, line
+    return line
+
+
+def nfs_umount(g):
+    g.check("umount %s" % NFS_MNT, timeout=120)
+    assert g.run("grep -q ' %s ' /proc/mounts" % NFS_MNT).rc != 0
+
+
+@contextlib.contextmanager
+def nfs_client(g):
+    try:
+        yield
+    finally:
+        if g.run("grep -q ' %s ' /proc/mounts" % NFS_MNT).ok:
+            g.run("umount -f %s || umount -l %s" % (NFS_MNT, NFS_MNT), timeout=120)
+        g.run("rmdir %s; modprobe -r nfsv4 nfs rpcrdma; true" % NFS_MNT, timeout=60)
+
+
+def sha256(g, path, timeout=300):
+    out = g.check("sha256sum %s" % path, timeout=timeout)
+    return out.split()[0]
+
+
+class Stopwatch:
+    def __init__(self):
+        self.t0 = time.time()
+        self.laps = []
+
+    def lap(self, what):
+        now = time.time()
+        self.laps.append("%s %.1fs" % (what, now - self.t0))
+        self.t0 = now
+
+    def __str__(self):
+        return ", ".join(self.laps)

@@ -1,0 +1,262 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Storage over RDMA between the two guests: NVMe over Fabrics (nvmet-rdma and
+nvme-rdma), iSER (LIO's ib_isert and open-iscsi's ib_iser) and NFS over RDMA
+(knfsd's svcrdma and the NFS client's xprtrdma), with data checked end to end.
+
+Guest 0 is the target (server), guest 1 the host (initiator, client). Every
+test runs once per pair of device kinds (target, host):
+
+  sroce-sroce   sroce on both ends
+  sroce-rxe     sroce in the target, the kernel's rdma_rxe in the host
+  rxe-sroce     rdma_rxe in the target, sroce in the host
+  rxe-rxe       the harness baseline on rdma_rxe alone; only with
+                SROCE_TEST_RXE_BASELINE=1
+
+The sroce pairs need kernel consumers (kernel QPs, GSI and rdma_cm, fast
+registration), which sroce does not have yet: they are skipped unless
+SROCE_TEST_SROCE_ULPS=1. Select pairs with -k, e.g. -k sroce-rxe.
+
+Every test builds its target and host from nothing and takes them down again
+(disconnect, logout, umount, configfs entries, daemons, files, and every
+kernel module that came in), so each test leaves the guests as it found
+them; the console check of conftest fails a test that made a guest print a
+WARNING, BUG, Oops, lockdep report or hung task. Sizes are small because the
+guests run under TCG; SROCE_TEST_STORAGE_SCALE=N multiplies them.
+"""
+import contextlib
+import os
+import sys
+import time
+
+import pytest
+
+import storage as st
+from conftest import wait_for
+
+BASELINE = os.environ.get("SROCE_TEST_RXE_BASELINE") == "1"
+SROCE_ULPS = os.environ.get("SROCE_TEST_SROCE_ULPS") == "1"
+SCALE = float(os.environ.get("SROCE_TEST_STORAGE_SCALE", "1"))
+
+_no_ulps = pytest.mark.skipif(not SROCE_ULPS, reason="sroce has no kernel consumers yet "
+                              "(kernel QPs, rdma_cm, FRWR): set SROCE_TEST_SROCE_ULPS=1")
+PAIRS = [
+    pytest.param(("sroce", "sroce"), id="sroce-sroce", marks=_no_ulps),
+    pytest.param(("sroce", "rxe"), id="sroce-rxe", marks=_no_ulps),
+    pytest.param(("rxe", "sroce"), id="rxe-sroce", marks=_no_ulps),
+    pytest.param(("rxe", "rxe"), id="rxe-rxe",
+                 marks=pytest.mark.skipif(not BASELINE, reason="rxe<->rxe harness baseline: "
+                                          "set SROCE_TEST_RXE_BASELINE=1")),
+]
+
+MiB = 1 << 20
+
+
+def scaled(nbytes, unit):
+    return max(unit, int(nbytes * SCALE) // unit * unit)
+
+
+# fio: 2 MiB of 4 KiB random writes, then 8 MiB of 128 KiB sequential writes,
+# each region read back and verified, on every device. Under TCG, rdma_rxe
+# between two guests moves 1-4 MB/s; a TCG guest also needs about 2 s to
+# start fio. NFS: a 32 MiB file keeps that test under a minute.
+PATTERNS = st.FioPatterns(rand_bytes=scaled(2 * MiB, 4096), seq_bytes=scaled(8 * MiB, 128 << 10))
+DEV_MB = max(64, 2 * PATTERNS.span // MiB)
+NFS_FILE_MB = scaled(32 * MiB, MiB) // MiB
+
+
+class Pair:
+    def __init__(self, target, host, kinds):
+        self.target, self.host = target, host
+        self.kinds = kinds
+
+
+@contextlib.contextmanager
+def console_checked(rig, what):
+    """Fail if a guest console shows a kernel problem during the block (for
+    fixture setup and teardown, which the per-test check does not cover)."""
+    rig.mark_consoles()
+    yield
+    bad = rig.bad_console_lines()
+    if bad:
+        pytest.fail("guest console shows kernel problems while %s:\n%s" % (what, "\n".join(bad)))
+
+
+@pytest.fixture(scope="module", params=PAIRS)
+def pair(request, rig):
+    kinds = request.param
+    with console_checked(rig, "configuring " + "-".join(kinds)):
+        for g, k in zip(rig.guests, kinds):
+            st.configure(g, k)
+    yield Pair(rig[0], rig[1], kinds)
+    with console_checked(rig, "removing " + "-".join(kinds)):
+        for g in rig.guests:
+            st.unload_all_rdma_links(g)
+
+
+def report(request, sw):
+    sys.stderr.write("\n%s: %s\n" % (request.node.name, sw))
+
+
+def devs(names):
+    return ["/dev/" + n for n in names]
+
+
+# ------------------------------------------------------------ NVMe over Fabrics
+
+class TestNvmeRdma:
+    """nvmet-rdma in the target guest: one subsystem with a null_blk (nsid 1)
+    and a file-backed (nsid 2) namespace, set up once for the tests of a pair."""
+
+    @pytest.fixture(scope="class")
+    def nvmet(self, rig, pair):
+        t = pair.target
+        stack = contextlib.ExitStack()
+        try:
+            with console_checked(rig, "setting up nvmet"):
+                ts, = stack.enter_context(st.guest_state(t))
+                tgt = stack.enter_context(st.nvmet_target(t, ts, size_mb=DEV_MB))
+            yield tgt
+        finally:
+            with console_checked(rig, "removing nvmet"):
+                stack.close()
+
+    def test_io(self, request, pair, nvmet):
+        """Discover and connect over RDMA, fio-verify both namespaces,
+        disconnect: the controller and its block devices go away."""
+        h = pair.host
+        sw = st.Stopwatch()
+        with st.guest_state(h):
+            with st.nvme_host(h, nvmet) as host:
+                sw.lap("connect")
+                st.fio_verify(h, devs([host.ns[1], host.ns[2]]), PATTERNS)
+                sw.lap("fio")
+                host.disconnect()
+                sw.lap("disconnect")
+        sw.lap("teardown")
+        report(request, sw)
+
+    def test_reconnect(self, request, pair, nvmet):
+        """Unlink the subsystem from the target's port while the host is
+        connected and writing: the host loses its queues and retries every
+        second (--reconnect-delay=1); once the port is back it reconnects by
+        itself, the same controller and namespaces come back, the I/O that
+        spanned the outage completes and verifies, and new I/O works."""
+        h = pair.host
+        sw = st.Stopwatch()
+        with st.guest_state(h):
+            with st.nvme_host(h, nvmet) as host:
+                sw.lap("connect")
+                ctrl, ns = host.ctrl, dict(host.ns)
+                assert host.state() == "live"
+                across = devs([ns[2]])
+                bg = h.spawn(PATTERNS.cmd(across))
+                disabled = False
+                try:
+                    time.sleep(2)
+                    nvmet.disable()
+                    disabled = True
+                    wait_for(lambda: host.state() in ("connecting", "resetting"), timeout=30,
+                             what="the host to notice the port going away")
+                    time.sleep(3)
+                    down = host.state()
+                    assert down in ("connecting", "resetting"), down
+                    sw.lap("outage")
+                    nvmet.enable()
+                    disabled = False
+                    wait_for(lambda: host.state() == "live", timeout=60,
+                             what="the host to reconnect")
+                    sw.lap("reconnect")
+                    assert st.nvme_controllers(h, nvmet.nqn) == [ctrl]
+                    assert st.nvme_namespaces(h, nvmet.nqn) == ns
+                    st.parse_fio(bg.wait(300), PATTERNS.expected(across))
+                    sw.lap("fio across outage")
+                finally:
+                    bg.kill()
+                    if disabled:
+                        nvmet.enable()
+                st.fio_verify(h, devs([ns[1]]), PATTERNS)
+                sw.lap("fio after")
+                log = h.check("dmesg | grep '%s: ' | tail -20" % ctrl)
+                assert "Successfully reconnected" in log, log
+                host.disconnect()
+        sw.lap("teardown")
+        report(request, sw)
+
+    def test_loopback(self, request, pair, nvmet):
+        """Target and host in one guest: nvme-rdma in the target guest connects
+        to its own IP (RDMA loopback through one device), fio-verifies both
+        namespaces, disconnects. It uses the target's device only, so it runs
+        in the pairs of one kind (sroce-sroce, rxe-rxe)."""
+        if pair.kinds[0] != pair.kinds[1]:
+            pytest.skip("loopback runs in the %s-%s pair" % (pair.kinds[0], pair.kinds[0]))
+        t = pair.target
+        sw = st.Stopwatch()
+        with st.guest_state(t):
+            with st.nvme_host(t, nvmet) as host:
+                sw.lap("connect")
+                st.fio_verify(t, devs([host.ns[1], host.ns[2]]), PATTERNS)
+                sw.lap("fio")
+                host.disconnect()
+        sw.lap("teardown")
+        report(request, sw)
+
+
+# ------------------------------------------------------------ iSER
+
+def test_iser_io(request, pair):
+    """LIO target with a ramdisk and a fileio LUN on an iSER portal; open-iscsi
+    discovers and logs in over the iser iface, both LUNs appear as sd disks,
+    fio verifies both, logout: the session and the disks are gone."""
+    t, h = pair.target, pair.host
+    sw = st.Stopwatch()
+    acl = "/sys/kernel/config/target/iscsi/%s/tpgt_1/acls/%s/info" % (st.ISCSI_IQN,
+                                                                       st.initiator_iqn(h))
+    with st.guest_state(t, h) as (ts, hs):
+        with st.lio_iser_target(t, st.initiator_iqn(h), ts, size_mb=DEV_MB) as tgt:
+            sw.lap("target")
+            with st.iser_initiator(h, tgt) as ini:
+                ini.login()
+                sw.lap("login")
+                info = t.check("cat " + acl)
+                assert "LOGGED_IN" in info, info
+                st.fio_verify(h, devs([ini.disks[0], ini.disks[1]]), PATTERNS)
+                sw.lap("fio")
+                ini.logout()
+                wait_for(lambda: "LOGGED_IN" not in t.check("cat " + acl), timeout=30,
+                         what="the target to drop the session")
+                sw.lap("logout")
+    sw.lap("teardown")
+    report(request, sw)
+
+
+# ------------------------------------------------------------ NFS over RDMA
+
+def test_nfs_rdma(request, pair):
+    """NFS 4.2 over RDMA (port 20049): write a file of random data, unmount,
+    drop caches, mount again and read it back; its sha256 matches on the
+    client, on the server's export, and after the remount."""
+    t, h = pair.target, pair.host
+    sw = st.Stopwatch()
+    data = st.NFS_MNT + "/data"
+    with st.guest_state(t, h) as (ts, hs):
+        with st.nfs_rdma_server(t, ts, size_mb=NFS_FILE_MB + 16) as srv, st.nfs_client(h):
+            sw.lap("server")
+            st.nfs_mount(h, srv)
+            sw.lap("mount")
+            want = h.check("set -o pipefail; head -c %dM /dev/urandom | tee %s | sha256sum "
+                           "&& sync %s" % (NFS_FILE_MB, data, data), timeout=600).split()[0]
+            sw.lap("write %d MiB" % NFS_FILE_MB)
+            size = int(t.check("stat -c %%s %s/data" % srv.export))
+            assert size == NFS_FILE_MB * MiB, size
+            assert st.sha256(t, srv.export + "/data") == want, "server's copy differs"
+            st.nfs_umount(h)
+            h.check("echo 3 > /proc/sys/vm/drop_caches")
+            st.nfs_mount(h, srv)
+            sw.lap("remount")
+            assert st.sha256(h, data, timeout=600) == want, "data read back differs"
+            sw.lap("read %d MiB" % NFS_FILE_MB)
+            h.check("rm %s" % data)
+            st.nfs_umount(h)
+    sw.lap("teardown")
+    report(request, sw)
+
