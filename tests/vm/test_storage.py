@@ -119,6 +119,20 @@ FAULT_PATTERNS = st.FioPatterns(rand_bytes=scaled(1 * MiB, 4096),
 
 # ------------------------------------------------------------ NVMe over Fabrics
 
+def connect_verify_disconnect(request, h, nvmet):
+    """nvme-rdma in guest h: connect, fio-verify both namespaces, disconnect."""
+    sw = st.Stopwatch()
+    with st.guest_state(h):
+        with st.nvme_host(h, nvmet) as host:
+            sw.lap("connect")
+            st.fio_verify(h, devs([host.ns[1], host.ns[2]]), PATTERNS)
+            sw.lap("fio")
+            host.disconnect()
+            sw.lap("disconnect")
+    sw.lap("teardown")
+    report(request, sw)
+
+
 class TestNvmeRdma:
     """nvmet-rdma in the target guest: one subsystem with a null_blk (nsid 1)
     and a file-backed (nsid 2) namespace, set up once for the tests of a pair."""
@@ -139,17 +153,7 @@ class TestNvmeRdma:
     def test_io(self, request, pair, nvmet):
         """Discover and connect over RDMA, fio-verify both namespaces,
         disconnect: the controller and its block devices go away."""
-        h = pair.host
-        sw = st.Stopwatch()
-        with st.guest_state(h):
-            with st.nvme_host(h, nvmet) as host:
-                sw.lap("connect")
-                st.fio_verify(h, devs([host.ns[1], host.ns[2]]), PATTERNS)
-                sw.lap("fio")
-                host.disconnect()
-                sw.lap("disconnect")
-        sw.lap("teardown")
-        report(request, sw)
+        connect_verify_disconnect(request, pair.host, nvmet)
 
     def test_reconnect(self, request, pair, nvmet):
         """Unlink the subsystem from the target's port while the host is
@@ -206,17 +210,7 @@ class TestNvmeRdma:
         in the pairs of one kind (sroce-sroce, rxe-rxe)."""
         if pair.kinds[0] != pair.kinds[1]:
             pytest.skip("loopback runs in the %s-%s pair" % (pair.kinds[0], pair.kinds[0]))
-        t = pair.target
-        sw = st.Stopwatch()
-        with st.guest_state(t):
-            with st.nvme_host(t, nvmet) as host:
-                sw.lap("connect")
-                st.fio_verify(t, devs([host.ns[1], host.ns[2]]), PATTERNS)
-                sw.lap("fio")
-                host.disconnect()
-        sw.lap("teardown")
-        report(request, sw)
-
+        connect_verify_disconnect(request, pair.target, nvmet)
 
     def test_lossy_link(self, request, pair, nvmet):
         """sroce: NVMe-oF over a link that drops 1% of the packets and
