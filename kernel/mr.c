@@ -4,11 +4,14 @@
  *
  * Keys
  * ----
- * An lkey (equal to the rkey) is index << 8 | variant. The index, in
- * [1, SROCE_MAX_MR], selects the slot of sdev->mr_xa and is what enforces
- * max_mr; the variant is a per-device counter bumped for every registration,
- * so a stale key whose index has been reused by a later registration does not
- * match it (except once in 256 reuses). Key 0 is never valid.
+ * An lkey (equal to the rkey) is index << SROCE_MR_KEY_SHIFT | variant. The
+ * index, in [1, SROCE_MAX_MR], selects the slot of sdev->mr_xa and is what
+ * enforces max_mr; the variant is drawn at random for every registration,
+ * so keys cannot be predicted from earlier ones and a stale key whose index
+ * has been reused by a later registration does not match it (except once in
+ * 8192 reuses). Kernel consumers re-key fast-registration regions by
+ * changing the low 8 bits, which stay inside the variant. Key 0 is never
+ * valid.
  *
  * Lifetime
  * --------
@@ -19,6 +22,18 @@
  * reference and waits for the in-flight users to drop theirs; the pinned
  * pages are released only then, and the structure itself after an RCU grace
  * period.
+ *
+ * Accesses
+ * --------
+ * The transport never keeps a reference across packets: every packet of a
+ * message looks its key up again and performs its access inside one call of
+ * sroce_mr_access(). So deregistration only ever waits for accesses that are
+ * running (each at most one packet), never for a peer, and once a key is
+ * invalid (dereg, LOCAL_INV, remote invalidation) no later packet touches the
+ * region's pages. A fast-registration region's key, range, access and page
+ * array change under its lock (REG_MR, invalidation); an access to such a
+ * region holds the lock from the check to the last byte copied, so it sees
+ * one registration whole.
  */
 
 #include <linux/highmem.h>
@@ -28,7 +43,11 @@
 
 #include "sroce.h"
 
-#define SROCE_MR_KEY_SHIFT	8
+#include <linux/random.h>
+
+#define SROCE_MR_KEY_SHIFT	13
+#define SROCE_MR_VARIANT_MASK	((1u << SROCE_MR_KEY_SHIFT) - 1)
+static_assert((u64)SROCE_MAX_MR << SROCE_MR_KEY_SHIFT <= U32_MAX);
 
 /* Permissions an MR can carry; the optional range is silently ignored. */
 #define SROCE_MR_ACCESS		(IB_ACCESS_LOCAL_WRITE | \
@@ -41,7 +60,8 @@
 void sroce_mr_init_dev(struct sroce_dev *sdev)
 {
 	xa_init_flags(&sdev->mr_xa, XA_FLAGS_ALLOC1);
-	atomic_set(&sdev->mr_variant, 0);
+	/* Indexes are not predictable from the device's history either. */
+	sdev->mr_next = 1 + get_random_u32() % SROCE_MAX_MR;
 }
 
 void sroce_mr_fini_dev(struct sroce_dev *sdev)
@@ -72,7 +92,7 @@ static struct sroce_mr *sroce_mr_alloc(struct sroce_pd *pd, int access)
 {
 	struct sroce_mr *mr;
 
-	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL_ACCOUNT);
 	if (!mr)
 		return NULL;
 	mr->pd = pd;
@@ -81,6 +101,13 @@ static struct sroce_mr *sroce_mr_alloc(struct sroce_pd *pd, int access)
 	refcount_set(&mr->ref, 1);
 	init_completion(&mr->done);
 	return mr;
+}
+
+/* Drop a reference; the last one lets a waiting deregistration continue. */
+static void sroce_mr_put(struct sroce_mr *mr)
+{
+	if (refcount_dec_and_test(&mr->ref))
+		complete(&mr->done);
 }
 
 /* Reserve an index, then publish the fully initialised MR under its key. */
@@ -95,7 +122,7 @@ static int sroce_mr_publish(struct sroce_dev *sdev, struct sroce_mr *mr)
 	if (err < 0)
 		return err == -EBUSY ? -ENOMEM : err;
 
-	variant = (u32)atomic_inc_return(&sdev->mr_variant) & 0xff;
+	variant = get_random_u32() & SROCE_MR_VARIANT_MASK;
 	mr->key = index << SROCE_MR_KEY_SHIFT | variant;
 	mr->ibmr.lkey = mr->key;
 	mr->ibmr.rkey = mr->key;
@@ -140,7 +167,7 @@ static int sroce_mr_collect_pages(struct sroce_mr *mr)
 
 	mr->npages = ib_umem_num_pages(umem);
 	mr->first_off = ib_umem_offset(umem);
-	mr->pages = kvmalloc_array(mr->npages, sizeof(*mr->pages), GFP_KERNEL);
+	mr->pages = kvmalloc_array(mr->npages, sizeof(*mr->pages), GFP_KERNEL_ACCOUNT);
 	if (!mr->pages)
 		return -ENOMEM;
 
@@ -223,34 +250,6 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	return 0;
 }
 
-/**
- * sroce_mr_put - drop a reference taken by sroce_mr_get()
- * @mr: the memory region
- *
- * The last reference lets a waiting deregistration continue; @mr must not be
- * used after this call.
- */
-void sroce_mr_put(struct sroce_mr *mr)
-{
-	if (refcount_dec_and_test(&mr->ref))
-		complete(&mr->done);
-}
-
-/**
- * sroce_mr_err_status - completion status for a failed MR lookup
- * @kind: whether the key came from a local SGE or from a remote request
- *
- * Every error of sroce_mr_get() (unknown or stale key, wrong PD, missing
- * permission, range outside the region) is a local protection error for an
- * lkey and a remote access error (NAK) for an rkey.
- *
- * Return: IB_WC_LOC_PROT_ERR or IB_WC_REM_ACCESS_ERR.
- */
-enum ib_wc_status sroce_mr_err_status(enum sroce_key_kind kind)
-{
-	return kind == SROCE_KEY_REMOTE ? IB_WC_REM_ACCESS_ERR :
-					  IB_WC_LOC_PROT_ERR;
-}
 
 /* [va, va + len) inside the region? A zero length is always inside. */
 static bool sroce_mr_covers(const struct sroce_mr *mr, u64 va, u64 len)
@@ -284,77 +283,28 @@ static int sroce_mr_check(const struct sroce_mr *mr, const struct sroce_pd *pd,
 	return 0;
 }
 
-/**
- * sroce_mr_get - find a memory region by key and check an access to it
- * @sdev: the device
- * @pd: protection domain of the QP making the access
- * @key: lkey or rkey from a WQE or a packet (untrusted)
- * @kind: SROCE_KEY_LOCAL or SROCE_KEY_REMOTE
- * @access: IB_ACCESS_* bits the access needs (0 for a local read)
- * @va: first byte of the access, in the region's iova space
- * @len: length of the access; 0 skips the range check
- *
- * Safe in any context, including softirq. On success the caller holds a
- * reference and must release it with sroce_mr_put(); the region cannot be
- * deregistered (its pages stay pinned) until then.
- *
- * Return: the referenced MR, or ERR_PTR(-ENOENT) for an unknown or stale key,
- * ERR_PTR(-EPERM) for a region of another PD, ERR_PTR(-EACCES) for missing
- * permissions, ERR_PTR(-ERANGE) for an access outside the region. Map any of
- * them to a completion status with sroce_mr_err_status().
- */
-struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, struct sroce_pd *pd,
-			      u32 key, enum sroce_key_kind kind, int access,
-			      u64 va, u64 len)
+/* The region whose index @key names, referenced; NULL if there is none. */
+static struct sroce_mr *sroce_mr_lookup(struct sroce_dev *sdev, u32 key)
 {
 	struct sroce_mr *mr;
-	int err;
 
 	rcu_read_lock();
 	mr = xa_load(&sdev->mr_xa, key >> SROCE_MR_KEY_SHIFT);
-	if (!mr || READ_ONCE(mr->key) != key ||
-	    !refcount_inc_not_zero(&mr->ref)) {
-		rcu_read_unlock();
-		return ERR_PTR(-ENOENT);
-	}
+	if (mr && !refcount_inc_not_zero(&mr->ref))
+		mr = NULL;
 	rcu_read_unlock();
-
-	if (mr->type == SROCE_MR_FAST) {
-		/* Key, range and access change with REG_MR / LOCAL_INV. */
-		unsigned long flags;
-
-		spin_lock_irqsave(&mr->lock, flags);
-		err = sroce_mr_check(mr, pd, key, access, va, len);
-		spin_unlock_irqrestore(&mr->lock, flags);
-	} else {
-		err = sroce_mr_check(mr, pd, key, access, va, len);
-	}
-	if (!err)
-		return mr;
-
-	sroce_mr_put(mr);
-	return ERR_PTR(err);
+	return mr;
 }
 
-/**
- * sroce_mr_for_each_page - walk a range of a region page by page
- * @mr: a region referenced through sroce_mr_get()
- * @va: first byte, in the region's iova space
- * @len: number of bytes
- * @fn: called for every chunk, in order; no chunk crosses a page
- * @priv: passed to @fn
- *
- * The pages are pinned for as long as the reference is held, so @fn may take
- * page references (e.g. to attach them to an skb as fragments) or map them
- * with kmap_local_page(). For the DMA region, @va is a kernel virtual address
- * in the linear map. A fast-registration region's pages belong to the kernel
- * consumer, which keeps them until it invalidates the region.
- *
- * Return: 0, -ERANGE if the range is not inside the region, -EFAULT for a
- * DMA-region address outside the linear map, or the first non-zero value
- * returned by @fn.
+/*
+ * Walk [va, va + len) of a region page by page, calling @fn for every chunk
+ * in order; no chunk crosses a page. The caller holds a reference, and the
+ * region's lock if it is a fast-registration region. For the DMA region,
+ * @va is a kernel virtual address in the linear map. Return 0, -ERANGE,
+ * -EFAULT for a DMA-region address outside the linear map, or the first
+ * non-zero value of @fn.
  */
-int sroce_mr_for_each_page(struct sroce_mr *mr, u64 va, u64 len,
+static int sroce_mr_for_each_page(struct sroce_mr *mr, u64 va, u64 len,
 			   sroce_mr_page_fn fn, void *priv)
 {
 	unsigned long idx;
@@ -387,8 +337,7 @@ int sroce_mr_for_each_page(struct sroce_mr *mr, u64 va, u64 len,
 	pgoff = off & ~PAGE_MASK;
 	while (len) {
 		chunk = min_t(u64, len, PAGE_SIZE - pgoff);
-		/* A fast MR re-registered under a reader: just stop. */
-		if (idx >= READ_ONCE(mr->npages))
+		if (idx >= mr->npages)
 			return -ERANGE;
 		err = fn(priv, mr->pages[idx], pgoff, chunk);
 		if (err)
@@ -421,62 +370,68 @@ static int sroce_copy_chunk(void *priv, struct page *page, unsigned int offset,
 }
 
 /**
- * sroce_mr_copy - copy between a region and a kernel buffer
- * @mr: a region referenced through sroce_mr_get()
+ * sroce_mr_access - check an access to a region by key and perform it
+ * @sdev: the device
+ * @pd: protection domain of the QP making the access
+ * @key: lkey or rkey from a WQE or a packet (untrusted)
+ * @access: IB_ACCESS_* bits the access needs (0 for a local read)
+ * @va: first byte of the access, in the region's iova space
+ * @len: length of the access (0: the key is checked, nothing is touched)
+ * @fn: called for every chunk of the range, in order; NULL only checks
+ * @priv: passed to @fn
+ *
+ * The whole access happens inside this call: no reference outlives it, so
+ * a region that is deregistered or invalidated afterwards is never touched
+ * again through @key. For a fast-registration region the region's lock is
+ * held from the check to the last chunk: @fn must not sleep. Callable in
+ * any context but hard IRQ.
+ *
+ * Return: 0; -ENOENT for an unknown, stale or invalidated key, -EPERM for a
+ * region of another PD, -EACCES for missing permissions, -ERANGE for a range
+ * outside the region, -EFAULT for a DMA-region address outside the linear
+ * map; or the first non-zero value returned by @fn.
+ */
+int sroce_mr_access(struct sroce_dev *sdev, struct sroce_pd *pd, u32 key,
+		    int access, u64 va, u64 len, sroce_mr_page_fn fn, void *priv)
+{
+	struct sroce_mr *mr = sroce_mr_lookup(sdev, key);
+	unsigned long flags = 0;
+	int err;
+
+	if (!mr)
+		return -ENOENT;
+	if (mr->type == SROCE_MR_FAST)
+		spin_lock_irqsave(&mr->lock, flags);
+	err = sroce_mr_check(mr, pd, key, access, va, len);
+	if (!err && len && fn)
+		err = sroce_mr_for_each_page(mr, va, len, fn, priv);
+	if (mr->type == SROCE_MR_FAST)
+		spin_unlock_irqrestore(&mr->lock, flags);
+	sroce_mr_put(mr);
+	return err;
+}
+
+/**
+ * sroce_mr_copy - copy between a region, named by key, and a kernel buffer
+ * @sdev: the device
+ * @pd: protection domain of the QP making the access
+ * @key: lkey or rkey (untrusted)
+ * @access: IB_ACCESS_* the access needs (e.g. IB_ACCESS_REMOTE_WRITE)
  * @va: first byte in the region, in its iova space
  * @buf: kernel buffer of at least @len bytes
  * @len: number of bytes
  * @dir: SROCE_COPY_TO_MR or SROCE_COPY_FROM_MR
  *
- * Callable from softirq. Permissions are not checked here: they were checked
- * by the sroce_mr_get() that produced the reference.
- *
- * Return: 0, -ERANGE if the range is not inside the region, or -EFAULT for a
- * DMA-region address outside the linear map.
+ * Return: 0 or an error of sroce_mr_access().
  */
-int sroce_mr_copy(struct sroce_mr *mr, u64 va, void *buf, size_t len,
+int sroce_mr_copy(struct sroce_dev *sdev, struct sroce_pd *pd, u32 key,
+		  int access, u64 va, void *buf, u32 len,
 		  enum sroce_copy_dir dir)
 {
 	struct sroce_copy_state st = { .buf = buf, .dir = dir };
 
-	return sroce_mr_for_each_page(mr, va, len, sroce_copy_chunk, &st);
-}
-
-struct sroce_page_at {
-	struct page		*page;
-	unsigned int		offset;
-};
-
-static int sroce_page_at_chunk(void *priv, struct page *page,
-			       unsigned int offset, unsigned int len)
-{
-	struct sroce_page_at *pa = priv;
-
-	pa->page = page;
-	pa->offset = offset;
-	return 1;	/* the first chunk is all we need */
-}
-
-/**
- * sroce_mr_page_at - the page and offset holding a byte of a region
- * @mr: a region referenced through sroce_mr_get()
- * @va: the byte, in the region's iova space
- * @page: set to the page (pinned while the reference is held)
- * @offset: set to the byte's offset in @page
- *
- * Return: 0, or the error of sroce_mr_for_each_page().
- */
-int sroce_mr_page_at(struct sroce_mr *mr, u64 va, struct page **page,
-		     unsigned int *offset)
-{
-	struct sroce_page_at pa = {};
-	int err = sroce_mr_for_each_page(mr, va, 1, sroce_page_at_chunk, &pa);
-
-	if (err < 0)
-		return err;
-	*page = pa.page;
-	*offset = pa.offset;
-	return 0;
+	return sroce_mr_access(sdev, pd, key, access, va, len,
+			       sroce_copy_chunk, &st);
 }
 
 /**
@@ -503,22 +458,15 @@ int sroce_sge_copy(struct sroce_dev *sdev, struct sroce_pd *pd,
 	u32 i;
 
 	for (i = 0; i < nsge && len; i++) {
-		struct sroce_mr *mr;
 		u32 n;
-		int err;
 
 		if (off >= sge[i].length) {
 			off -= sge[i].length;
 			continue;
 		}
 		n = min(len, sge[i].length - off);
-		mr = sroce_mr_get(sdev, pd, sge[i].lkey, SROCE_KEY_LOCAL, access,
-				  sge[i].addr + off, n);
-		if (IS_ERR(mr))
-			return IB_WC_LOC_PROT_ERR;
-		err = sroce_mr_copy(mr, sge[i].addr + off, buf, n, dir);
-		sroce_mr_put(mr);
-		if (err)
+		if (sroce_mr_copy(sdev, pd, sge[i].lkey, access,
+				  sge[i].addr + off, buf, n, dir))
 			return IB_WC_LOC_PROT_ERR;
 		buf += n;
 		len -= n;
@@ -550,8 +498,8 @@ struct ib_mr *sroce_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 		return ERR_PTR(-ENOMEM);
 	mr->type = SROCE_MR_FAST;
 	mr->fr_max = max_num_sg;
-	mr->pages = kvcalloc(max_num_sg, sizeof(*mr->pages), GFP_KERNEL);
-	mr->fr_pages = kvcalloc(max_num_sg, sizeof(*mr->fr_pages), GFP_KERNEL);
+	mr->pages = kvcalloc(max_num_sg, sizeof(*mr->pages), GFP_KERNEL_ACCOUNT);
+	mr->fr_pages = kvcalloc(max_num_sg, sizeof(*mr->fr_pages), GFP_KERNEL_ACCOUNT);
 	if (!mr->pages || !mr->fr_pages) {
 		err = -ENOMEM;
 		goto err_free;
@@ -595,17 +543,12 @@ int sroce_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, sroce_set_page);
 }
 
-/* A fast MR by the index of @key, referenced; NULL if there is none. */
+/* A fast MR of @pd by the index of @key, referenced; NULL if there is none. */
 static struct sroce_mr *sroce_fast_mr_get(struct sroce_dev *sdev,
 					  struct sroce_pd *pd, u32 key)
 {
-	struct sroce_mr *mr;
+	struct sroce_mr *mr = sroce_mr_lookup(sdev, key);
 
-	rcu_read_lock();
-	mr = xa_load(&sdev->mr_xa, key >> SROCE_MR_KEY_SHIFT);
-	if (mr && !refcount_inc_not_zero(&mr->ref))
-		mr = NULL;
-	rcu_read_unlock();
 	if (mr && (mr->type != SROCE_MR_FAST || mr->pd != pd)) {
 		sroce_mr_put(mr);
 		mr = NULL;

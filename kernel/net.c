@@ -64,6 +64,12 @@ static const char *const sroce_cnt_fixed_names[SROCE_CNT_DROP_BASE] = {
 	[SROCE_CNT_RNR_NAK_SENT] = "rnr_nak_sent",
 	[SROCE_CNT_DUP_REQ]	= "dup_req",
 	[SROCE_CNT_RX_STALE]	= "rx_stale",
+	[SROCE_CNT_DROP_PEER]	= "rx_drop_peer",
+	[SROCE_CNT_DROP_PKEY]	= "rx_drop_pkey",
+	[SROCE_CNT_DROP_PSN]	= "rx_drop_psn",
+	[SROCE_CNT_DROP_UD_LEN]	= "rx_drop_ud_len",
+	[SROCE_CNT_DROP_MTU]	= "rx_drop_mtu",
+	[SROCE_CNT_DROP_UC]	= "rx_drop_uc",
 };
 
 #define SROCE_CNT_NAME_LEN	32
@@ -195,6 +201,40 @@ static void sroce_rcv_pkt(struct sroce_dev *sdev, struct sk_buff *skb,
 	else
 		sroce_comp_rcv(qp, skb, pkt);
 	sroce_qp_put(qp);
+}
+
+/**
+ * sroce_rx_from_peer - is a packet from the peer of a connected QP?
+ * @av: the QP's path (daddr is the peer, saddr our address)
+ * @ip: the packet's IP header
+ * @pkt: the validator's view of it
+ *
+ * RC and UC QPs take packets only from the address their path names, sent
+ * to the address it leaves from; anything else is another host's (or
+ * another address's) attempt to speak on the connection.
+ */
+bool sroce_rx_from_peer(const struct sroce_av *av, const u8 *ip,
+			const struct sroce_pkt *pkt)
+{
+	if (pkt->ip_version == 4)
+		return av->ipver == 4 &&
+		       !memcmp(ip + 12, &av->daddr.s6_addr32[3], 4) &&
+		       !memcmp(ip + 16, &av->saddr.s6_addr32[3], 4);
+	return av->ipver == 6 &&
+	       !memcmp(ip + 8, &av->daddr, sizeof(av->daddr)) &&
+	       !memcmp(ip + 24, &av->saddr, sizeof(av->saddr));
+}
+
+/*
+ * Does the BTH P_Key match the port's only P_Key (the default, 0xffff)?
+ * IBTA 10.9.3: the 15-bit keys are equal and not both are limited members.
+ */
+bool sroce_rx_pkey_ok(const u8 *bth)
+{
+	u16 pkey = sroce_bth_pkey(bth);
+
+	return (pkey & 0x7fff) == (SROCE_DEFAULT_PKEY & 0x7fff) &&
+	       ((pkey | SROCE_DEFAULT_PKEY) & 0x8000);
 }
 
 /*
@@ -506,6 +546,12 @@ static void sroce_lo_tasklet(struct tasklet_struct *t)
 
 	rcu_read_lock();
 	while (budget-- && (skb = skb_dequeue(&sdev->lo_queue))) {
+		/*
+		 * On the wire now: the sender's transmit accounting ends
+		 * here, not when a receiver that queues the packet frees it
+		 * (destroy_qp of the sender must not wait for that).
+		 */
+		skb_orphan(skb);
 		skb->dev = sdev->ndev;
 		sroce_rx(sdev, skb);
 	}

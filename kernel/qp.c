@@ -78,17 +78,20 @@ void sroce_qp_put(struct sroce_qp *qp)
 
 /*
  * Read the producer index user space published, with acquire semantics so
- * that the WQEs before it are visible. A producer more than a ring ahead of
- * our consumer is impossible for a well-behaved process: *broken is set and
- * the old value kept.
+ * that the WQEs before it are visible. @from is how far the kernel has read
+ * the ring already (the SQ's fetched count, the consumer count of a receive
+ * ring). A well-behaved process publishes a producer in [from, consumer +
+ * entries]; anything else (a rewind below what was read, a jump past a full
+ * ring) sets *broken and returns @from, so that no loop over the ring runs
+ * past its size.
  */
-u32 sroce_wq_ring_prod(struct sroce_wq *wq, bool *broken)
+u32 sroce_wq_ring_prod(struct sroce_wq *wq, u32 from, bool *broken)
 {
 	u32 p = smp_load_acquire(&wq->hdr->producer);
 
-	if (p - wq->cons > wq->entries) {
+	if (p - from > wq->entries - (from - wq->cons)) {
 		*broken = true;
-		return wq->prod;
+		return from;
 	}
 	wq->prod = p;
 	return p;
@@ -135,7 +138,8 @@ static int sroce_qp_check_init(struct sroce_dev *sdev,
 	}
 	if (init->create_flags)
 		return -EOPNOTSUPP;
-	if (!init->send_cq || (!init->recv_cq && !init->srq))
+	/* A QP on an SRQ still completes its receives on a CQ. */
+	if (!init->send_cq || !init->recv_cq)
 		return -EINVAL;
 	if (cap->max_send_wr > SROCE_MAX_QP_WR ||
 	    cap->max_send_sge > SROCE_MAX_SGE ||
@@ -210,7 +214,7 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (err)
 		goto err_count;
 	qp->swqe_size = ALIGN(sizeof(struct sroce_swqe) + sq_room, 8);
-	qp->swqes = kvcalloc(sq_entries, qp->swqe_size, GFP_KERNEL);
+	qp->swqes = kvcalloc(sq_entries, qp->swqe_size, GFP_KERNEL_ACCOUNT);
 	if (!qp->swqes) {
 		err = -ENOMEM;
 		goto err_sq;
@@ -232,8 +236,9 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	} else {
 		qp->rwqe_size = qp->srq->wq.wqe_size;
 	}
-	qp->rwqe = kzalloc(qp->rwqe_size, GFP_KERNEL);
-	qp->res = kcalloc(SROCE_MAX_QP_RD_ATOM, sizeof(*qp->res), GFP_KERNEL);
+	qp->rwqe = kzalloc(qp->rwqe_size, GFP_KERNEL_ACCOUNT);
+	qp->res = kcalloc(SROCE_MAX_QP_RD_ATOM, sizeof(*qp->res),
+			  GFP_KERNEL_ACCOUNT);
 	if (!qp->rwqe || !qp->res) {
 		err = -ENOMEM;
 		goto err_rq;
@@ -312,8 +317,10 @@ void sroce_qp_error_locked(struct sroce_qp *qp)
 	bool was_err = qp->state == IB_QPS_ERR;
 
 	qp->state = IB_QPS_ERR;
+	qp->err_pending = false;
 	del_timer(&qp->retry_timer);
 	del_timer(&qp->rnr_timer);
+	sroce_resp_stop_locked(qp);
 	sroce_sq_flush_locked(qp);
 	sroce_rq_flush_locked(qp);
 	if (!was_err && qp->srq && qp->ibqp.event_handler) {
@@ -338,9 +345,22 @@ void sroce_qp_error(struct sroce_qp *qp)
 }
 
 
+/*
+ * Deferred work of the error state: a fatal error the responder found
+ * (err_pending), or receives posted to a kernel QP in ERR from a context
+ * that cannot flush. A QP reset (and maybe re-connected) since the error
+ * was found has err_pending clear and is left alone.
+ */
 static void sroce_err_work(struct work_struct *work)
 {
-	sroce_qp_error(container_of(work, struct sroce_qp, err_work));
+	struct sroce_qp *qp = container_of(work, struct sroce_qp, err_work);
+
+	spin_lock_bh(&qp->sq_lock);
+	spin_lock(&qp->rq_lock);
+	if (!qp->dead && (qp->err_pending || qp->state == IB_QPS_ERR))
+		sroce_qp_error_locked(qp);
+	spin_unlock(&qp->rq_lock);
+	spin_unlock_bh(&qp->sq_lock);
 }
 
 /*
@@ -622,17 +642,15 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	spin_unlock(&qp->rq_lock);
 	spin_unlock_bh(&qp->sq_lock);
 
-	/* No new receive finds the QP; wait for those that did. */
+	/*
+	 * No new receive finds the QP; lookups that found it before have
+	 * their reference after a grace period (ib_core frees the QP once we
+	 * return), and drop it when their packet is done.
+	 */
 	xa_erase(&sdev->qp_xa, ibqp->qp_num);
+	synchronize_rcu();
 	sroce_qp_put(qp);
 	wait_for_completion(&qp->done);
-
-	/*
-	 * Packets in flight point back at the QP (their destructor). Dead,
-	 * it sends nothing new; the network stack frees what it holds.
-	 */
-	while (atomic_read(&qp->tx_inflight))
-		msleep(1);
 
 	del_timer_sync(&qp->retry_timer);
 	del_timer_sync(&qp->rnr_timer);
@@ -642,10 +660,22 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	del_timer_sync(&qp->retry_timer);
 	del_timer_sync(&qp->rnr_timer);
 
+	/*
+	 * The backlog may hold this QP's own looped-back packets (a QP
+	 * connected to itself, or to a QP destroyed at the same time):
+	 * free it before waiting for them.
+	 */
 	spin_lock_bh(&qp->rq_lock);
 	sroce_resp_reset_locked(qp);
 	spin_unlock_bh(&qp->rq_lock);
-	skb_queue_purge(&qp->backlog);
+
+	/*
+	 * Packets in flight point back at the QP (their destructor). Dead,
+	 * it sends nothing new; the network stack frees what it holds.
+	 */
+	while (atomic_read(&qp->tx_inflight))
+		msleep(1);
+
 	rdma_destroy_ah_attr(&qp->ah_attr);
 
 	kfree(qp->res);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * sroce - work queue rings, and memory shared with user space:
- * vmalloc_user() areas offered to the process through ib_core's mmap entries.
+ * vmalloc areas offered to the process through ib_core's mmap entries.
  *
  * A ring (SQ, RQ, SRQ; layout in sroce-abi.h) of a user queue lives in such
  * an area; a kernel queue has the same layout in kernel memory, and the
@@ -11,9 +11,10 @@
  * An area lives as long as its rdma_user_mmap_entry: the owning object
  * removes the entry when it is destroyed, and ib_core calls mmap_free once
  * no mmap() can find it any more. The area is freed there. Mappings that
- * still exist keep their pages (remap_vmalloc_range() takes a reference on
- * every page it maps), so a process that unmaps late only ever sees memory
- * nobody else uses.
+ * still exist keep their pages (vm_insert_page() takes a reference on every
+ * page it maps), so a process that unmaps late only ever sees memory nobody
+ * else uses. Areas and kernel rings are charged to the memory cgroup of the
+ * process (or kernel context) that creates the object.
  */
 
 #include <linux/mm.h>
@@ -35,12 +36,13 @@ struct sroce_mmap_entry *sroce_mmap_alloc(struct ib_ucontext *ibuc,
 	struct sroce_mmap_entry *entry;
 	int err;
 
-	entry = kzalloc(sizeof(*entry), GFP_KERNEL);
+	entry = kzalloc(sizeof(*entry), GFP_KERNEL_ACCOUNT);
 	if (!entry)
 		return ERR_PTR(-ENOMEM);
 
 	entry->size = PAGE_ALIGN(size);
-	entry->vaddr = vmalloc_user(entry->size);
+	/* Zeroed, and charged to the memory cgroup of the process. */
+	entry->vaddr = __vmalloc(entry->size, GFP_KERNEL_ACCOUNT | __GFP_ZERO);
 	if (!entry->vaddr) {
 		kfree(entry);
 		return ERR_PTR(-ENOMEM);
@@ -76,6 +78,26 @@ void sroce_mmap_free(struct rdma_user_mmap_entry *rentry)
 	kfree(entry);
 }
 
+/*
+ * Map the area's pages one by one (vm_insert_page() takes a reference on
+ * every page, so a mapping outlives the area's entry safely). The area is
+ * plain vmalloc memory, not vmalloc_user(), so that it is accounted.
+ */
+static int sroce_mmap_pages(struct vm_area_struct *vma,
+			    struct sroce_mmap_entry *entry)
+{
+	unsigned long off;
+	int err;
+
+	for (off = 0; off < entry->size; off += PAGE_SIZE) {
+		err = vm_insert_page(vma, vma->vm_start + off,
+				     vmalloc_to_page((u8 *)entry->vaddr + off));
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 int sroce_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma)
 {
 	struct rdma_user_mmap_entry *rentry;
@@ -93,7 +115,7 @@ int sroce_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma)
 		goto out;
 	}
 	sroce_vm_flags_clear(vma, VM_MAYEXEC);
-	err = remap_vmalloc_range(vma, entry->vaddr, 0);
+	err = sroce_mmap_pages(vma, entry);
 out:
 	rdma_user_mmap_entry_put(rentry);
 	return err;
@@ -130,7 +152,7 @@ int sroce_wq_alloc(struct ib_ucontext *ibuc, struct sroce_wq *wq, u32 entries,
 		}
 		ring = wq->mentry->vaddr;
 	} else {
-		wq->kbuf = kvzalloc(size, GFP_KERNEL);
+		wq->kbuf = kvzalloc(size, GFP_KERNEL_ACCOUNT);
 		if (!wq->kbuf)
 			return -ENOMEM;
 		ring = wq->kbuf;

@@ -120,8 +120,8 @@ static void __sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
 
 /*
  * Complete the oldest WQE, then the local operations (REG_MR, LOCAL_INV)
- * right behind it that have executed: they only waited for their
- * predecessors.
+ * right behind it that have executed and the READs whose responses have
+ * all arrived: they only waited for their predecessors.
  */
 static void sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
 				enum ib_wc_status status)
@@ -129,8 +129,8 @@ static void sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
 	__sroce_complete_head(qp, wqe, status);
 	while (qp->sq.cons != qp->fetched && qp->sq.cons != qp->req_next) {
 		wqe = sroce_swqe_at(qp, qp->sq.cons);
-		if (!wqe->started || !sroce_op_is_local(wqe->wr.opcode) ||
-		    wqe->status)
+		if (!wqe->started || wqe->status ||
+		    !(sroce_op_is_local(wqe->wr.opcode) || wqe->read_complete))
 			break;
 		__sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
 	}
@@ -228,7 +228,7 @@ static bool sroce_sq_fetch(struct sroce_qp *qp)
 {
 	struct sroce_wq *sq = &qp->sq;
 	bool broken = false;
-	u32 prod = sroce_wq_ring_prod(sq, &broken);
+	u32 prod = sroce_wq_ring_prod(sq, qp->fetched, &broken);
 
 	if (broken)
 		return false;
@@ -285,7 +285,7 @@ void sroce_sq_flush_locked(struct sroce_qp *qp)
 		sroce_send_cqe(qp, wqe, IB_WC_WR_FLUSH_ERR);
 		sq->cons++;
 	}
-	prod = sroce_wq_ring_prod(sq, &broken);
+	prod = sroce_wq_ring_prod(sq, qp->fetched, &broken);
 	while (!broken && sq->cons != prod) {
 		struct sroce_swqe *wqe = sroce_swqe_at(qp, sq->cons);
 
@@ -314,12 +314,13 @@ void sroce_req_reset_locked(struct sroce_qp *qp)
 	del_timer(&qp->rnr_timer);
 	if (!sq->hdr)
 		return;
-	prod = sroce_wq_ring_prod(sq, &broken);
+	prod = sroce_wq_ring_prod(sq, qp->fetched, &broken);
 	sq->cons = broken ? qp->fetched : prod;
 	qp->fetched = sq->cons;
 	qp->req_next = sq->cons;
 	qp->rd_out = 0;
 	qp->rnr_wait = false;
+	qp->tx_holding = false;
 	qp->req_psn = 0;
 	qp->comp_psn = 0;
 	qp->psn_hi = 0;
@@ -576,6 +577,59 @@ static bool sroce_req_local(struct sroce_qp *qp, struct sroce_swqe *wqe)
 	return true;
 }
 
+/*
+ * Before (re)sending the request of a started READ: ask only for what has
+ * not arrived. A READ whose responses are all in is skipped (and completed
+ * if it is the oldest WQE). Return true if a request is to be sent.
+ */
+static bool sroce_req_read_resume(struct sroce_qp *qp, struct sroce_swqe *wqe)
+{
+	u32 from;
+
+	if (!wqe->started)
+		return true;
+	if (wqe->read_complete) {
+		if (qp->req_next == qp->sq.cons) {
+			sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
+		} else {
+			qp->req_next++;
+			qp->req_psn = sroce_psn_inc(wqe->last_psn);
+		}
+		return false;
+	}
+	from = sroce_psn_add(wqe->first_psn, wqe->read_done / qp->mtu);
+	if (sroce_psn_before(qp->req_psn, from))
+		qp->req_psn = from;
+	return true;
+}
+
+#define SROCE_TX_HOLD_MIN_MS	1000
+#define SROCE_TX_HOLD_MAX_MS	30000	/* QPs without an ACK timeout */
+
+/*
+ * The transmit path has refused our packets (queue full, no memory) since
+ * tx_hold_since. That lasts only while the link is stuck; once it has lasted
+ * as long as the QP's whole retry budget would, the WQE fails with retry
+ * exceeded, as on a NIC whose packets never get out, instead of the QP
+ * trying forever.
+ */
+static bool sroce_tx_hold_expired(struct sroce_qp *qp)
+{
+	u64 ns = sroce_ack_timeout_ns(qp->timeout) * (qp->retry_cnt + 1u);
+	unsigned long limit = ns ? nsecs_to_jiffies(ns) :
+			      msecs_to_jiffies(SROCE_TX_HOLD_MAX_MS);
+
+	if (!qp->tx_holding) {
+		qp->tx_holding = true;
+		qp->tx_hold_since = jiffies;
+		return false;
+	}
+	limit = clamp_t(unsigned long, limit,
+			msecs_to_jiffies(SROCE_TX_HOLD_MIN_MS),
+			msecs_to_jiffies(SROCE_TX_HOLD_MAX_MS));
+	return time_after(jiffies, qp->tx_hold_since + limit);
+}
+
 /* Run the requester with sq_lock held. */
 static void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 {
@@ -675,13 +729,25 @@ static void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 			return;
 		}
 
+		if (wqe->wr.opcode == IB_UVERBS_WR_RDMA_READ &&
+		    !sroce_req_read_resume(qp, wqe)) {
+			if (!--budget) {
+				sroce_req_defer(qp);
+				return;
+			}
+			continue;
+		}
 		k = sroce_psn_fwd(qp->req_psn, wqe->first_psn);
-		wqe->resume_psn = qp->req_psn;
 		if (type == IB_QPT_RC &&
 		    sroce_psn_fwd(qp->req_psn, qp->comp_psn) + 1 >= SROCE_MAX_UNACKED)
 			ackreq = true;
 		st = sroce_req_send_pkt(qp, wqe, qp->req_psn, &ackreq);
 		if (st == -ENOBUFS) {
+			if (sroce_tx_hold_expired(qp)) {
+				sroce_req_fail(qp, sroce_swqe_at(qp, sq->cons),
+					       IB_WC_RETRY_EXC_ERR);
+				return;
+			}
 			/* Queue full: wait a tick, then go on from here. */
 			if (!qp->rnr_wait && !qp->dead) {
 				qp->rnr_wait = true;
@@ -689,6 +755,7 @@ static void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 			}
 			return;
 		}
+		qp->tx_holding = false;
 		if (st) {
 			if (qp->req_next == sq->cons)
 				sroce_req_fail(qp, wqe, st);
@@ -914,8 +981,12 @@ int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 
 /* ---------------------------------------------------------------- rewind */
 
-/* Resend from @psn: find the WQE it belongs to. */
-static void sroce_go_back(struct sroce_qp *qp, u32 psn)
+/*
+ * Move the requester to @psn, in the WQE it belongs to (a READ resumes with
+ * what has not arrived). @back_only: only if that is not ahead of where the
+ * requester is; it goes over everything from there anyway.
+ */
+static void sroce_req_seek(struct sroce_qp *qp, u32 psn, bool back_only)
 {
 	u32 i;
 
@@ -931,11 +1002,36 @@ static void sroce_go_back(struct sroce_qp *qp, u32 psn)
 				/* Ask again for what has not arrived. */
 				psn = sroce_psn_add(wqe->first_psn,
 						    wqe->read_done / qp->mtu);
+			if (back_only &&
+			    (i - qp->sq.cons > qp->req_next - qp->sq.cons ||
+			     (i == qp->req_next &&
+			      sroce_psn_after_eq(psn, qp->req_psn))))
+				return;
 			qp->req_next = i;
 			qp->req_psn = psn;
 			return;
 		}
 	}
+}
+
+/* Resend from @psn (NAK sequence error, lost responses, timeout). */
+static void sroce_go_back(struct sroce_qp *qp, u32 psn)
+{
+	sroce_req_seek(qp, psn, true);
+}
+
+/*
+ * Responses of a READ are missing from @expect on: ask again from there,
+ * once (later responses of the same burst would ask again and again).
+ */
+static void sroce_read_gap(struct sroce_qp *qp, struct sroce_swqe *wqe,
+			   u32 expect)
+{
+	if (wqe->gap_asked && wqe->gap_psn == expect)
+		return;
+	wqe->gap_asked = true;
+	wqe->gap_psn = expect;
+	sroce_go_back(qp, expect);
 }
 
 /* ------------------------------------------------------------- completer */
@@ -956,21 +1052,19 @@ static bool sroce_comp_ack_upto(struct sroce_qp *qp, u32 psn)
 			break;
 		if (sroce_psn_before(psn, wqe->last_psn) && !wqe->is_rd)
 			break;
+		if (wqe->read_complete) {
+			sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
+			progress = true;
+			continue;
+		}
 		if (wqe->is_rd) {
 			/*
 			 * Acknowledged up to its last PSN or beyond, but no
-			 * (complete) response: the responses were lost. Ask
-			 * again, once per gap.
+			 * (complete) response: the responses were lost.
 			 */
-			u32 from = sroce_psn_add(wqe->first_psn,
-						 wqe->read_done / qp->mtu);
-
-			if (sroce_psn_after_eq(psn, wqe->last_psn) &&
-			    !(qp->read_gap && qp->read_gap_psn == from)) {
-				qp->read_gap = true;
-				qp->read_gap_psn = from;
-				sroce_go_back(qp, from);
-			}
+			if (sroce_psn_after_eq(psn, wqe->last_psn))
+				sroce_read_gap(qp, wqe, sroce_psn_add(wqe->first_psn,
+						wqe->read_done / qp->mtu));
 			break;
 		}
 		sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
@@ -983,15 +1077,25 @@ static bool sroce_comp_ack_upto(struct sroce_qp *qp, u32 psn)
 	}
 	/* Resending what has just been acknowledged is pointless. */
 	if (sroce_psn_before(qp->req_psn, qp->comp_psn))
-		sroce_go_back(qp, qp->comp_psn);
+		sroce_req_seek(qp, qp->comp_psn, false);
 	return progress;
+}
+
+/*
+ * Is anything sent and not yet complete? (comp_psn can pass a READ whose
+ * responses were lost, when later PSNs are acknowledged.)
+ */
+static bool sroce_req_outstanding(struct sroce_qp *qp)
+{
+	return qp->sq.cons != qp->fetched &&
+	       sroce_swqe_at(qp, qp->sq.cons)->started;
 }
 
 static void sroce_comp_progress(struct sroce_qp *qp)
 {
 	qp->retry_left = qp->retry_cnt;
 	qp->retry_shift = 0;
-	if (qp->comp_psn == qp->psn_hi)
+	if (!sroce_req_outstanding(qp))
 		del_timer(&qp->retry_timer);
 	else
 		sroce_retry_arm(qp);
@@ -1027,6 +1131,11 @@ static void sroce_comp_nak_fatal(struct sroce_qp *qp, u32 psn,
 	sroce_req_fail(qp, wqe, status);
 }
 
+/*
+ * A READ response. Responses are placed in order within a READ, but a READ
+ * behind one with lost responses still takes its own: it completes when
+ * everything before it has, and only the missing part is asked for again.
+ */
 static void sroce_comp_read_resp(struct sroce_qp *qp, const u8 *ip,
 				 const struct sroce_pkt *pkt, u32 psn)
 {
@@ -1038,27 +1147,16 @@ static void sroce_comp_read_resp(struct sroce_qp *qp, const u8 *ip,
 
 	/* Implicitly acknowledges what came before the READ. */
 	sroce_comp_ack_upto(qp, sroce_psn_add(psn, SROCE_PSN_MAX));
-	if (qp->sq.cons == qp->fetched)
-		return;
-	wqe = sroce_swqe_at(qp, qp->sq.cons);
-	if (!wqe->started || wqe->wr.opcode != IB_UVERBS_WR_RDMA_READ ||
-	    !sroce_psn_in_range(psn, wqe->first_psn, wqe->last_psn))
+	wqe = sroce_wqe_by_psn(qp, psn);
+	if (!wqe || wqe->wr.opcode != IB_UVERBS_WR_RDMA_READ ||
+	    wqe->read_complete)
 		return;		/* stale or duplicate */
 	expect = sroce_psn_add(wqe->first_psn, wqe->read_done / qp->mtu);
 	if (psn != expect) {
-		/*
-		 * Responses lost: ask again from the missing one, once per
-		 * gap (the rest of the burst would ask again and again).
-		 */
-		if (sroce_psn_after(psn, expect) &&
-		    !(qp->read_gap && qp->read_gap_psn == expect)) {
-			qp->read_gap = true;
-			qp->read_gap_psn = expect;
-			sroce_go_back(qp, expect);
-		}
+		if (sroce_psn_after(psn, expect))
+			sroce_read_gap(qp, wqe, expect);
 		return;
 	}
-	qp->read_gap = false;
 	/*
 	 * Responses to a re-issued request start over with FIRST or ONLY,
 	 * while those of the original one may still be arriving: accept
@@ -1069,7 +1167,10 @@ static void sroce_comp_read_resp(struct sroce_qp *qp, const u8 *ip,
 	last = k == wqe->npkts - 1;
 	if (last != (pos == SROCE_POS_LAST || pos == SROCE_POS_ONLY) ||
 	    pkt->payload_len != want) {
-		sroce_req_fail(qp, wqe, IB_WC_BAD_RESP_ERR);
+		if (wqe == sroce_swqe_at(qp, qp->sq.cons))
+			sroce_req_fail(qp, wqe, IB_WC_BAD_RESP_ERR);
+		else
+			wqe->status = IB_WC_BAD_RESP_ERR;
 		return;
 	}
 	if (want) {
@@ -1077,14 +1178,21 @@ static void sroce_comp_read_resp(struct sroce_qp *qp, const u8 *ip,
 				    (u8 *)ip + pkt->payload_off, want,
 				    SROCE_COPY_TO_MR);
 		if (st) {
-			sroce_req_fail(qp, wqe, st);
+			if (wqe == sroce_swqe_at(qp, qp->sq.cons))
+				sroce_req_fail(qp, wqe, st);
+			else
+				wqe->status = st;
 			return;
 		}
 	}
 	wqe->read_done += want;
-	qp->comp_psn = sroce_psn_inc(psn);
-	if (k == wqe->npkts - 1)
-		sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
+	if (sroce_psn_after(sroce_psn_inc(psn), qp->comp_psn))
+		qp->comp_psn = sroce_psn_inc(psn);
+	if (last) {
+		wqe->read_complete = true;
+		if (wqe == sroce_swqe_at(qp, qp->sq.cons))
+			sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
+	}
 	sroce_comp_progress(qp);
 }
 
@@ -1134,7 +1242,7 @@ static void sroce_comp_aeth(struct sroce_qp *qp, u8 syn, u32 psn)
 	case SROCE_AETH_ACK:
 		if (sroce_comp_ack_upto(qp, psn))
 			sroce_comp_progress(qp);
-		else if (qp->comp_psn == qp->psn_hi)
+		else if (!sroce_req_outstanding(qp))
 			del_timer(&qp->retry_timer);
 		break;
 	case SROCE_AETH_RNR_NAK:
@@ -1190,6 +1298,26 @@ static void sroce_comp_aeth(struct sroce_qp *qp, u8 syn, u32 psn)
 	}
 }
 
+/*
+ * Is @psn that of a request still outstanding: from the first PSN of the
+ * oldest WQE not completed (a READ can be re-requested after later PSNs were
+ * acknowledged) up to the last PSN sent? Anything else, an ACK for PSNs
+ * never sent among them, can complete nothing.
+ */
+static bool sroce_comp_psn_ok(struct sroce_qp *qp, u32 psn)
+{
+	u32 lo = qp->comp_psn;
+
+	if (qp->sq.cons != qp->fetched) {
+		struct sroce_swqe *wqe = sroce_swqe_at(qp, qp->sq.cons);
+
+		if (wqe->started && wqe->npkts &&
+		    sroce_psn_before(wqe->first_psn, lo))
+			lo = wqe->first_psn;
+	}
+	return sroce_psn_fwd(psn, lo) < sroce_psn_fwd(qp->psn_hi, lo);
+}
+
 /* A response (ACK, READ response, atomic ACK) arrived for @qp. Softirq. */
 void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		    const struct sroce_pkt *pkt)
@@ -1197,15 +1325,22 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	const u8 *ip = skb_network_header(skb);
 	const u8 *bth = ip + pkt->bth_off;
 	u32 psn = sroce_bth_psn(bth);
+	unsigned int drop = 0;
 	u8 syn = 0;
 
 	spin_lock_bh(&qp->sq_lock);
 	if (qp->type != IB_QPT_RC || qp->dead ||
-	    (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD) ||
-	    !sroce_psn_before(psn, qp->psn_hi) ||
-	    sroce_psn_fwd(qp->psn_hi, psn) > SROCE_PSN_HALF) {
+	    (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD))
+		drop = SROCE_CNT_RX_STALE;
+	else if (!sroce_rx_pkey_ok(bth))
+		drop = SROCE_CNT_DROP_PKEY;
+	else if (!sroce_rx_from_peer(&qp->av, ip, pkt))
+		drop = SROCE_CNT_DROP_PEER;
+	else if (!sroce_comp_psn_ok(qp, psn))
+		drop = SROCE_CNT_DROP_PSN;
+	if (drop) {
 		spin_unlock_bh(&qp->sq_lock);
-		sroce_cnt_inc(qp->sdev, SROCE_CNT_RX_STALE);
+		sroce_cnt_inc(qp->sdev, drop);
 		kfree_skb(skb);
 		return;
 	}
@@ -1248,6 +1383,30 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 
 /* ----------------------------------------------------------------- timers */
 
+/*
+ * Timeout: resend everything not acknowledged, from the oldest WQE; READs
+ * ask again only for what has not arrived, and may report new gaps.
+ */
+static void sroce_retry_rewind(struct sroce_qp *qp)
+{
+	u32 i;
+
+	for (i = qp->sq.cons; i != qp->fetched; i++) {
+		struct sroce_swqe *wqe = sroce_swqe_at(qp, i);
+
+		if (!wqe->started)
+			break;
+		wqe->gap_asked = false;
+	}
+	if (qp->sq.cons != qp->fetched) {
+		struct sroce_swqe *wqe = sroce_swqe_at(qp, qp->sq.cons);
+
+		if (wqe->started && wqe->is_rd)
+			sroce_go_back(qp, wqe->first_psn);
+	}
+	sroce_go_back(qp, qp->comp_psn);
+}
+
 void sroce_retry_timer(struct timer_list *t)
 {
 	struct sroce_qp *qp = from_timer(qp, t, retry_timer);
@@ -1256,7 +1415,7 @@ void sroce_retry_timer(struct timer_list *t)
 	spin_lock_bh(&qp->sq_lock);
 	if (qp->dead || qp->type != IB_QPT_RC ||
 	    (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD) ||
-	    qp->comp_psn == qp->psn_hi || qp->rnr_wait)
+	    !sroce_req_outstanding(qp) || qp->rnr_wait)
 		goto out;
 	sroce_cnt_inc(qp->sdev, SROCE_CNT_RETRY);
 	if (!qp->retry_left) {
@@ -1269,8 +1428,7 @@ void sroce_retry_timer(struct timer_list *t)
 	qp->retry_left--;
 	if (qp->retry_shift < 6)
 		qp->retry_shift++;
-	qp->read_gap = false;
-	sroce_go_back(qp, qp->comp_psn);
+	sroce_retry_rewind(qp);
 	sroce_retry_arm(qp);
 	sroce_req_run_locked(qp, SROCE_REQ_BUDGET);
 out:

@@ -16,7 +16,16 @@
  * Errors the requester must learn about become NAKs; errors that end the
  * connection (access or length violations) also complete the receive WQE in
  * use with an error and move the QP to ERR through err_work (the responder
- * does not take sq_lock).
+ * does not take sq_lock). On a UC QP the same errors drop the message and
+ * the QP stays in RTS (IBTA 9.4.x: UC has no NAKs).
+ *
+ * Trust: a request is accepted only from the QP's peer (IP source and
+ * destination of its path, RC and UC) with the QP's P_Key. Regions are
+ * looked up by key for every packet (sroce_mr_access()): the responder
+ * keeps no reference on a region between packets, so an invalidation or a
+ * deregistration stops a message half way (NAK remote access error) and a
+ * peer that goes silent mid-message holds nothing up. In ERR the responder
+ * executes nothing: the backlog is dropped and the READ job ended.
  */
 
 #include <linux/highmem.h>
@@ -29,10 +38,12 @@
 
 /* --------------------------------------------------------------- sending */
 
-/* Return 0, or -ENOBUFS if the packet could not be queued (not sent). */
+/*
+ * Return 0, -ENOBUFS if the packet could not be queued (not sent), or
+ * -EACCES if its payload could not be read from region @rkey any more.
+ */
 static int sroce_resp_send(struct sroce_qp *qp, u8 opcode, u32 psn, u8 syn,
-			   const u8 *orig, struct sroce_mr *mr, u64 va,
-			   u32 plen)
+			   const u8 *orig, u32 rkey, u64 va, u32 plen)
 {
 	const struct sroce_opcode_info *oi = sroce_opcode_lookup(opcode);
 	struct sroce_txpkt tp;
@@ -41,9 +52,10 @@ static int sroce_resp_send(struct sroce_qp *qp, u8 opcode, u32 psn, u8 syn,
 	if (sroce_tx_alloc(qp->sdev, &qp->av, oi->hdr_len, plen, &tp))
 		return -ENOBUFS;
 	tp.qp = qp;
-	if (plen && sroce_mr_copy(mr, va, tp.payload, plen, SROCE_COPY_FROM_MR)) {
+	if (plen && sroce_mr_copy(qp->sdev, qp->pd, rkey, IB_ACCESS_REMOTE_READ,
+				  va, tp.payload, plen, SROCE_COPY_FROM_MR)) {
 		kfree_skb(tp.skb);
-		return 0;
+		return -EACCES;
 	}
 	sroce_bth_set_opcode(tp.bth, opcode);
 	tp.bth[2] = 0xff;
@@ -62,7 +74,7 @@ static int sroce_resp_send(struct sroce_qp *qp, u8 opcode, u32 psn, u8 syn,
 
 static void sroce_send_ack(struct sroce_qp *qp, u32 psn, u8 syn)
 {
-	sroce_resp_send(qp, SROCE_OP_RC_ACKNOWLEDGE, psn, syn, NULL, NULL, 0, 0);
+	sroce_resp_send(qp, SROCE_OP_RC_ACKNOWLEDGE, psn, syn, NULL, 0, 0, 0);
 }
 
 static void sroce_send_nak(struct sroce_qp *qp, u32 psn, enum sroce_nak_code c)
@@ -89,7 +101,7 @@ static int sroce_rq_take(struct sroce_qp *qp)
 	if (qp->srq)
 		return sroce_srq_take(qp->srq, qp->rwqe, qp->rwqe_size);
 
-	prod = sroce_wq_ring_prod(rq, &broken);
+	prod = sroce_wq_ring_prod(rq, rq->cons, &broken);
 	if (broken)
 		return -EIO;
 	if (prod == rq->cons)
@@ -162,7 +174,11 @@ static void sroce_recv_cqe(struct sroce_qp *qp, const struct sroce_recv_wqe *w,
 			 src_qp, 0, solicited);
 }
 
-/* Complete every receive WQE with IB_WC_WR_FLUSH_ERR (QP in ERR). */
+/*
+ * Complete every receive WQE with IB_WC_WR_FLUSH_ERR (QP in ERR). A user RQ
+ * says so in its header, so that the provider rings the doorbell after
+ * posting further receives and they are flushed too (sroce-abi.h).
+ */
 void sroce_rq_flush_locked(struct sroce_qp *qp)
 {
 	struct sroce_wq *rq = &qp->rq;
@@ -176,8 +192,12 @@ void sroce_rq_flush_locked(struct sroce_qp *qp)
 	}
 	if (qp->srq || !rq->hdr)
 		return;
-	prod = sroce_wq_ring_prod(rq, &broken);
-	while (!broken && rq->cons != prod) {
+	if (rq->mentry) {
+		WRITE_ONCE(rq->hdr->sq_idle, 1);
+		smp_mb();	/* pairs with the provider's post_recv */
+	}
+	prod = sroce_wq_ring_prod(rq, rq->cons, &broken);
+	while (rq->cons != prod) {
 		const struct sroce_recv_wqe *w = (const void *)(rq->slots +
 			(size_t)(rq->cons & (rq->entries - 1)) * rq->wqe_size);
 		struct sroce_recv_wqe copy;
@@ -192,17 +212,27 @@ void sroce_rq_flush_locked(struct sroce_qp *qp)
 
 static void sroce_resp_drop_write(struct sroce_qp *qp)
 {
-	if (qp->wr_mr)
-		sroce_mr_put(qp->wr_mr);
-	qp->wr_mr = NULL;
+	qp->wr_rkey = 0;
 	qp->wr_left = 0;
 }
 
 static void sroce_read_job_end(struct sroce_qp *qp)
 {
-	if (qp->rj.mr)
-		sroce_mr_put(qp->rj.mr);
 	memset(&qp->rj, 0, sizeof(qp->rj));
+}
+
+/*
+ * The responder stops: no message in progress, no READ being answered,
+ * nothing queued behind it. For ERR, reset and destroy; frees skbs that may
+ * be this QP's own looped-back packets (whose destructor destroy_qp waits
+ * for).
+ */
+void sroce_resp_stop_locked(struct sroce_qp *qp)
+{
+	sroce_resp_drop_write(qp);
+	sroce_read_job_end(qp);
+	qp->in_msg = false;
+	skb_queue_purge(&qp->backlog);
 }
 
 void sroce_resp_reset_locked(struct sroce_qp *qp)
@@ -211,25 +241,24 @@ void sroce_resp_reset_locked(struct sroce_qp *qp)
 	bool broken = false;
 	u32 prod;
 
-	sroce_resp_drop_write(qp);
-	sroce_read_job_end(qp);
-	skb_queue_purge(&qp->backlog);
+	sroce_resp_stop_locked(qp);
 	qp->rwqe_valid = false;
 	qp->recv_off = 0;
-	qp->in_msg = false;
 	qp->nak_sent = false;
 	qp->uc_drop = false;
 	qp->resp_err = false;
+	qp->err_pending = false;
 	qp->epsn = 0;
 	qp->msn = 0;
 	if (qp->res)
 		memset(qp->res, 0, SROCE_MAX_QP_RD_ATOM * sizeof(*qp->res));
 	qp->res_next = 0;
 	if (!qp->srq && rq->hdr) {
-		prod = sroce_wq_ring_prod(rq, &broken);
-		if (!broken)
-			rq->cons = prod;
+		prod = sroce_wq_ring_prod(rq, rq->cons, &broken);
+		rq->cons = prod;
 		sroce_wq_publish_cons(rq);
+		if (rq->mentry)
+			WRITE_ONCE(rq->hdr->sq_idle, 0);
 	}
 }
 
@@ -247,14 +276,65 @@ static void sroce_resp_fatal(struct sroce_qp *qp, u32 psn,
 	}
 	if (qp->type == IB_QPT_RC)
 		sroce_send_nak(qp, psn, nak);
-	sroce_resp_drop_write(qp);
+	sroce_resp_stop_locked(qp);
 	qp->resp_err = true;
+	qp->err_pending = true;
 	if (!qp->dead)
 		queue_work(system_highpri_wq, &qp->err_work);
 }
 
 /*
- * Place @len bytes at offset @off of the current receive WQE's buffers.
+ * UC: the message at @psn is dropped (an error, a gap or a broken sequence):
+ * skip to the start of the next one. The receive WQE, if one was taken, is
+ * kept for the next message. The QP stays in RTS.
+ */
+static void sroce_uc_drop(struct sroce_qp *qp, u32 psn,
+			  const struct sroce_opcode_info *oi)
+{
+	sroce_resp_drop_write(qp);
+	qp->in_msg = false;
+	qp->uc_drop = !(oi->flags & SROCE_OPF_END);
+	qp->epsn = sroce_psn_inc(psn);
+}
+
+/*
+ * An error in the request at @psn: RC ends the connection (NAK @nak, the
+ * receive WQE in use completes with @status); UC drops the message and
+ * counts it.
+ */
+static void sroce_resp_error(struct sroce_qp *qp, u32 psn,
+			     const struct sroce_opcode_info *oi,
+			     enum sroce_nak_code nak, enum ib_wc_status status)
+{
+	if (qp->type == IB_QPT_RC) {
+		sroce_resp_fatal(qp, psn, nak, status);
+		return;
+	}
+	sroce_cnt_inc(qp->sdev, SROCE_CNT_DROP_UC);
+	sroce_uc_drop(qp, psn, oi);
+}
+
+static void sroce_msn_bump(struct sroce_qp *qp)
+{
+	qp->msn = (qp->msn + 1) & SROCE_MSN_MASK;
+}
+
+/* Bytes the receive WQE in qp->rwqe can take. */
+static u64 sroce_rwqe_room(struct sroce_qp *qp)
+{
+	const struct sroce_recv_wqe *w = (const void *)qp->rwqe;
+	const struct sroce_sge *sge = (const void *)(w + 1);
+	u32 i, n = min(w->num_sge, sroce_rwqe_max_sge(qp));
+	u64 room = 0;
+
+	for (i = 0; i < n; i++)
+		room += sge[i].length;
+	return room;
+}
+
+/*
+ * Place @len bytes at offset @off of the current receive WQE's buffers. The
+ * lkeys belong to the PD of the receive queue: the SRQ's for a QP on an SRQ.
  * Return 0 or a completion status.
  */
 static int sroce_rwqe_place(struct sroce_qp *qp, u32 off, const u8 *data,
@@ -262,7 +342,8 @@ static int sroce_rwqe_place(struct sroce_qp *qp, u32 off, const u8 *data,
 {
 	const struct sroce_recv_wqe *w = (const void *)qp->rwqe;
 
-	return sroce_sge_copy(qp->sdev, qp->pd, (const void *)(w + 1),
+	return sroce_sge_copy(qp->sdev, qp->srq ? qp->srq->pd : qp->pd,
+			      (const void *)(w + 1),
 			      min(w->num_sge, sroce_rwqe_max_sge(qp)), off,
 			      (u8 *)data, len, SROCE_COPY_TO_MR);
 }
@@ -293,16 +374,19 @@ static bool sroce_resp_get_rwqe(struct sroce_qp *qp, u32 psn,
 		sroce_send_ack(qp, psn, sroce_aeth_syn_rnr(qp->min_rnr_timer));
 		qp->nak_sent = true;
 	} else {
-		sroce_resp_drop_write(qp);
-		qp->in_msg = false;
-		qp->uc_drop = !(oi->flags & SROCE_OPF_END);
-		qp->epsn = sroce_psn_inc(psn);
+		sroce_uc_drop(qp, psn, oi);
 	}
 	return false;
 }
 
 /* ------------------------------------------------------------------- UD */
 
+/*
+ * A UD message is placed whole or not at all: one that does not fit the
+ * receive WQE is dropped and counted, and the WQE waits for the next
+ * message. Completing it in error would let any host use up the receive
+ * queue, and ib_mad does not repost failed receives of the GSI QP.
+ */
 static void sroce_resp_ud(struct sroce_qp *qp, const u8 *ip,
 			  const struct sroce_pkt *pkt)
 {
@@ -317,21 +401,30 @@ static void sroce_resp_ud(struct sroce_qp *qp, const u8 *ip,
 		sroce_cnt_inc(qp->sdev, SROCE_CNT_RX_STALE);
 		return;
 	}
-	err = sroce_rq_take(qp);
-	if (err) {
+	if (pkt->payload_len > (128u << sroce_port_mtu(qp->sdev))) {
+		sroce_cnt_inc(qp->sdev, SROCE_CNT_DROP_MTU);
+		return;
+	}
+	if (!qp->rwqe_valid) {
+		err = sroce_rq_take(qp);
 		if (err == -EIO) {
 			sroce_rq_broken_event(qp);
 			sroce_resp_fatal(qp, 0, SROCE_NAK_REMOTE_OP_ERROR,
 					 IB_WC_SUCCESS);
 		}
-		return;		/* UD: no receive WQE, the message is lost */
+		if (err)
+			return;	/* UD: no receive WQE, the message is lost */
+		qp->rwqe_valid = true;
+	}
+	if (sizeof(grh) + pkt->payload_len > sroce_rwqe_room(qp)) {
+		sroce_cnt_inc(qp->sdev, SROCE_CNT_DROP_UD_LEN);
+		return;
 	}
 	/* The GRH slot: the IPv6 header, or the IPv4 header in its last 20 bytes. */
 	if (pkt->ip_version == 6)
 		memcpy(grh, ip, 40);
 	else
 		memcpy(grh + 20, ip, 20);
-	qp->rwqe_valid = true;
 	st = sroce_rwqe_place(qp, 0, grh, sizeof(grh));
 	if (!st && pkt->payload_len)
 		st = sroce_rwqe_place(qp, sizeof(grh), ip + pkt->payload_off,
@@ -377,6 +470,17 @@ static struct sroce_rd_res *sroce_res_new(struct sroce_qp *qp)
 	return r;
 }
 
+static u8 sroce_read_resp_opcode(bool first, bool last)
+{
+	if (first && last)
+		return SROCE_OP_RC_RDMA_READ_RESPONSE_ONLY;
+	if (first)
+		return SROCE_OP_RC_RDMA_READ_RESPONSE_FIRST;
+	if (last)
+		return SROCE_OP_RC_RDMA_READ_RESPONSE_LAST;
+	return SROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
+}
+
 /* Send READ responses of the current job, up to @budget. Return true when done. */
 static bool sroce_read_job_run(struct sroce_qp *qp, unsigned int budget)
 {
@@ -390,21 +494,22 @@ static bool sroce_read_job_run(struct sroce_qp *qp, unsigned int budget)
 		bool first = rj->psn == rj->first_psn;
 		bool last = rj->psn == rj->last_psn;
 		u32 plen = min(qp->mtu, rj->left);
-		u8 op;
+		int err;
 
-		if (first && last)
-			op = SROCE_OP_RC_RDMA_READ_RESPONSE_ONLY;
-		else if (first)
-			op = SROCE_OP_RC_RDMA_READ_RESPONSE_FIRST;
-		else if (last)
-			op = SROCE_OP_RC_RDMA_READ_RESPONSE_LAST;
-		else
-			op = SROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
-		if (sroce_resp_send(qp, op, rj->psn,
-				    sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID),
-				    NULL, rj->mr, rj->va, plen)) {
+		err = sroce_resp_send(qp, sroce_read_resp_opcode(first, last),
+				      rj->psn,
+				      sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID),
+				      NULL, rj->rkey, rj->va, plen);
+		if (err == -ENOBUFS) {
 			rj->stalled = true;	/* queue full: later */
 			return false;
+		}
+		if (err) {
+			/* Invalidated or deregistered under the READ. */
+			sroce_resp_fatal(qp, rj->psn,
+					 SROCE_NAK_REMOTE_ACCESS_ERROR,
+					 IB_WC_SUCCESS);
+			return true;
 		}
 		rj->va += plen;
 		rj->left -= plen;
@@ -416,28 +521,28 @@ static bool sroce_read_job_run(struct sroce_qp *qp, unsigned int budget)
 	return !rj->active;
 }
 
-/* Start answering a READ request at @psn for @reth. Return a NAK code or -1. */
-static int sroce_read_start(struct sroce_qp *qp, u32 psn,
-			    const struct sroce_reth *reth)
+/*
+ * Start answering a READ of @len bytes at @va of region @rkey with responses
+ * from @psn. Return a NAK code, or -1 when the job is set up.
+ */
+static int sroce_read_start(struct sroce_qp *qp, u32 psn, u64 va, u32 rkey,
+			    u64 len)
 {
 	struct sroce_read_job *rj = &qp->rj;
-	struct sroce_mr *mr = NULL;
-	u32 npkts = max_t(u32, 1, DIV_ROUND_UP(reth->len, qp->mtu));
+	u32 npkts;
 
 	if (!(qp->access & IB_ACCESS_REMOTE_READ))
 		return SROCE_NAK_REMOTE_ACCESS_ERROR;
-	if (reth->len > SROCE_MAX_MSG_SZ)
+	if (len > SROCE_MAX_MSG_SZ)
 		return SROCE_NAK_INVALID_REQUEST;
-	if (reth->len) {
-		mr = sroce_mr_get(qp->sdev, qp->pd, reth->rkey, SROCE_KEY_REMOTE,
-				  IB_ACCESS_REMOTE_READ, reth->va, reth->len);
-		if (IS_ERR(mr))
-			return SROCE_NAK_REMOTE_ACCESS_ERROR;
-	}
+	if (len && sroce_mr_access(qp->sdev, qp->pd, rkey, IB_ACCESS_REMOTE_READ,
+				   va, len, NULL, NULL))
+		return SROCE_NAK_REMOTE_ACCESS_ERROR;
+	npkts = max_t(u32, 1, DIV_ROUND_UP((u32)len, qp->mtu));
 	rj->active = true;
-	rj->mr = mr;
-	rj->va = reth->va;
-	rj->left = reth->len;
+	rj->rkey = rkey;
+	rj->va = va;
+	rj->left = len;
 	rj->psn = psn;
 	rj->first_psn = psn;
 	rj->last_psn = sroce_psn_add(psn, npkts - 1);
@@ -464,36 +569,65 @@ static void sroce_read_kick(struct sroce_qp *qp)
 		sroce_resp_defer(qp);
 }
 
+struct sroce_atomic_op {
+	bool			cmp_swap;
+	u64			compare;
+	u64			swap_add;
+	u64			orig;
+};
+
+/* sroce_mr_page_fn: the 8 aligned bytes never cross a page. */
+static int sroce_atomic_chunk(void *priv, struct page *page,
+			      unsigned int offset, unsigned int len)
+{
+	struct sroce_atomic_op *op = priv;
+	u64 *p = (u64 *)((u8 *)kmap_local_page(page) + offset);
+
+	if (op->cmp_swap)
+		op->orig = cmpxchg64(p, op->compare, op->swap_add);
+	else
+		op->orig = atomic64_fetch_add(op->swap_add, (atomic64_t *)p);
+	kunmap_local(p);
+	return 0;
+}
+
 static int sroce_atomic_exec(struct sroce_qp *qp, const struct sroce_atomiceth *a,
 			     u8 opcode, u64 *orig)
 {
-	struct sroce_mr *mr;
-	struct page *page = NULL;
-	unsigned int pgoff = 0;
-	u64 *p;
-	int err;
+	struct sroce_atomic_op op = {
+		.cmp_swap = opcode == SROCE_OP_RC_COMPARE_SWAP,
+		.compare = a->compare,
+		.swap_add = a->swap_add,
+	};
 
 	if (!(qp->access & IB_ACCESS_REMOTE_ATOMIC))
 		return SROCE_NAK_REMOTE_ACCESS_ERROR;
 	if (a->va & 7)
 		return SROCE_NAK_INVALID_REQUEST;
-	mr = sroce_mr_get(qp->sdev, qp->pd, a->rkey, SROCE_KEY_REMOTE,
-			  IB_ACCESS_REMOTE_ATOMIC, a->va, 8);
-	if (IS_ERR(mr))
+	if (sroce_mr_access(qp->sdev, qp->pd, a->rkey, IB_ACCESS_REMOTE_ATOMIC,
+			    a->va, 8, sroce_atomic_chunk, &op))
 		return SROCE_NAK_REMOTE_ACCESS_ERROR;
-	err = sroce_mr_page_at(mr, a->va, &page, &pgoff);
-	if (err) {
-		sroce_mr_put(mr);
-		return SROCE_NAK_REMOTE_ACCESS_ERROR;
-	}
-	p = (u64 *)((u8 *)kmap_local_page(page) + pgoff);
-	if (opcode == SROCE_OP_RC_COMPARE_SWAP)
-		*orig = cmpxchg64(p, a->compare, a->swap_add);
-	else
-		*orig = atomic64_fetch_add(a->swap_add, (atomic64_t *)p);
-	kunmap_local(p);
-	sroce_mr_put(mr);
+	*orig = op.orig;
 	return -1;
+}
+
+/*
+ * A duplicate READ at @psn: answered again from the range the original
+ * request asked for, starting at @psn's offset in it, whatever the
+ * duplicate's RETH says. The region is checked again.
+ */
+static void sroce_resp_dup_read(struct sroce_qp *qp, u32 psn)
+{
+	struct sroce_rd_res *r = sroce_res_find(qp, SROCE_KIND_READ_REQ, psn);
+	u64 off;
+
+	if (!r)
+		return;
+	off = (u64)sroce_psn_fwd(psn, r->first_psn) * qp->mtu;
+	if (off > r->len || (off == r->len && r->len))
+		return;
+	if (sroce_read_start(qp, psn, r->va + off, r->rkey, r->len - off) < 0)
+		sroce_read_kick(qp);
 }
 
 /* A request with a PSN before epsn. */
@@ -505,17 +639,9 @@ static void sroce_resp_dup(struct sroce_qp *qp, const u8 *ip,
 
 	sroce_cnt_inc(qp->sdev, SROCE_CNT_DUP_REQ);
 	switch (pkt->info->kind) {
-	case SROCE_KIND_READ_REQ: {
-		struct sroce_reth reth;
-
-		r = sroce_res_find(qp, SROCE_KIND_READ_REQ, psn);
-		if (!r)
-			return;
-		sroce_reth_decode(ip + pkt->hdr_off[SROCE_HDR_RETH], &reth);
-		if (sroce_read_start(qp, psn, &reth) < 0)
-			sroce_read_kick(qp);
+	case SROCE_KIND_READ_REQ:
+		sroce_resp_dup_read(qp, psn);
 		return;
-	}
 	case SROCE_KIND_ATOMIC: {
 		u8 orig[8];
 
@@ -525,7 +651,7 @@ static void sroce_resp_dup(struct sroce_qp *qp, const u8 *ip,
 		sroce_put_be64(orig, r->orig);
 		sroce_resp_send(qp, SROCE_OP_RC_ATOMIC_ACKNOWLEDGE, psn,
 				sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID),
-				orig, NULL, 0, 0);
+				orig, 0, 0, 0);
 		return;
 	}
 	default:
@@ -537,7 +663,7 @@ static void sroce_resp_dup(struct sroce_qp *qp, const u8 *ip,
 	}
 }
 
-/* Is @pos allowed after the previous packet of the connection? */
+/* Is @oi allowed after the previous packet of the connection? */
 static bool sroce_seq_ok(struct sroce_qp *qp, const struct sroce_opcode_info *oi)
 {
 	if (!qp->in_msg)
@@ -546,213 +672,281 @@ static bool sroce_seq_ok(struct sroce_qp *qp, const struct sroce_opcode_info *oi
 	return !(oi->flags & SROCE_OPF_START) && oi->kind == qp->msg_kind;
 }
 
+/*
+ * IBTA 9.7.x: every packet of a message but the last carries exactly one
+ * path MTU of payload, the last at most that much.
+ */
+static bool sroce_payload_len_ok(struct sroce_qp *qp,
+				 const struct sroce_opcode_info *oi, u32 len)
+{
+	if (oi->kind != SROCE_KIND_SEND && oi->kind != SROCE_KIND_WRITE)
+		return true;
+	if (oi->flags & SROCE_OPF_END)
+		return len <= qp->mtu;
+	return len == qp->mtu;
+}
+
+/* What a request asks for, decoded once. */
+struct sroce_req_ctx {
+	const u8			*ip;
+	const struct sroce_pkt		*pkt;
+	const struct sroce_opcode_info	*oi;
+	const u8			*bth;
+	const u8			*imm;	/* ImmDt, wire order, or NULL */
+	u32				psn;
+};
+
+/* SEND: place into the receive WQE. Return true if the packet was executed. */
+static bool sroce_resp_send_op(struct sroce_qp *qp, const struct sroce_req_ctx *c)
+{
+	const struct sroce_opcode_info *oi = c->oi;
+	int st;
+
+	if ((oi->flags & SROCE_OPF_START) && !sroce_resp_get_rwqe(qp, c->psn, oi))
+		return false;
+	if (oi->flags & SROCE_OPF_START)
+		qp->recv_off = 0;
+	if (qp->recv_off + (u64)c->pkt->payload_len > SROCE_MAX_MSG_SZ) {
+		sroce_resp_error(qp, c->psn, oi, SROCE_NAK_INVALID_REQUEST,
+				 IB_WC_LOC_LEN_ERR);
+		return false;
+	}
+	st = sroce_rwqe_place(qp, qp->recv_off, c->ip + c->pkt->payload_off,
+			      c->pkt->payload_len);
+	if (st) {
+		if (qp->type == IB_QPT_RC) {
+			sroce_resp_fatal(qp, c->psn, st == IB_WC_LOC_LEN_ERR ?
+					 SROCE_NAK_INVALID_REQUEST :
+					 SROCE_NAK_REMOTE_OP_ERROR, st);
+		} else {
+			/* UC: the message is lost, the WQE completes in error. */
+			sroce_recv_cqe(qp, (void *)qp->rwqe, st, IB_WC_RECV,
+				       0, 0, NULL, 0, false);
+			qp->rwqe_valid = false;
+			sroce_uc_drop(qp, c->psn, oi);
+		}
+		return false;
+	}
+	qp->recv_off += c->pkt->payload_len;
+	if (oi->flags & SROCE_OPF_INV) {
+		/*
+		 * Remote invalidation: only a kernel consumer's
+		 * fast-registration region of this PD qualifies.
+		 */
+		u32 rkey = sroce_ieth_rkey(c->ip + c->pkt->hdr_off[SROCE_HDR_IETH]);
+
+		if (sroce_mr_invalidate(qp->sdev, qp->pd, rkey)) {
+			sroce_resp_error(qp, c->psn, oi,
+					 SROCE_NAK_INVALID_REQUEST,
+					 IB_WC_REM_INV_REQ_ERR);
+			return false;
+		}
+		__sroce_recv_cqe(qp, (void *)qp->rwqe, IB_WC_SUCCESS,
+				 IB_WC_RECV, qp->recv_off,
+				 IB_WC_WITH_INVALIDATE, NULL, rkey,
+				 qp->dest_qpn, 0, sroce_bth_se(c->bth));
+		qp->rwqe_valid = false;
+		sroce_msn_bump(qp);
+	} else if (oi->flags & SROCE_OPF_END) {
+		sroce_recv_cqe(qp, (void *)qp->rwqe, IB_WC_SUCCESS,
+			       IB_WC_RECV, qp->recv_off,
+			       c->imm ? IB_WC_WITH_IMM : 0, c->imm,
+			       qp->dest_qpn, sroce_bth_se(c->bth));
+		qp->rwqe_valid = false;
+		sroce_msn_bump(qp);
+	}
+	return true;
+}
+
+/*
+ * RDMA WRITE: every packet is checked against the region again (key still
+ * valid, range inside) as it is placed.
+ */
+static bool sroce_resp_write_op(struct sroce_qp *qp, const struct sroce_req_ctx *c)
+{
+	const struct sroce_opcode_info *oi = c->oi;
+	u32 plen = c->pkt->payload_len;
+
+	if (oi->flags & SROCE_OPF_START) {
+		struct sroce_reth reth;
+
+		sroce_reth_decode(c->ip + c->pkt->hdr_off[SROCE_HDR_RETH], &reth);
+		if (reth.len > SROCE_MAX_MSG_SZ) {
+			sroce_resp_error(qp, c->psn, oi, SROCE_NAK_INVALID_REQUEST,
+					 IB_WC_SUCCESS);
+			return false;
+		}
+		if (!(qp->access & IB_ACCESS_REMOTE_WRITE) ||
+		    (reth.len && sroce_mr_access(qp->sdev, qp->pd, reth.rkey,
+						 IB_ACCESS_REMOTE_WRITE, reth.va,
+						 reth.len, NULL, NULL))) {
+			sroce_resp_error(qp, c->psn, oi,
+					 SROCE_NAK_REMOTE_ACCESS_ERROR,
+					 IB_WC_SUCCESS);
+			return false;
+		}
+		qp->wr_rkey = reth.rkey;
+		qp->wr_va = reth.va;
+		qp->wr_left = reth.len;
+		qp->wr_len = reth.len;	/* byte_len of WRITE_IMM */
+	}
+	if (plen > qp->wr_left ||
+	    ((oi->flags & SROCE_OPF_END) && plen != qp->wr_left)) {
+		sroce_resp_error(qp, c->psn, oi, SROCE_NAK_INVALID_REQUEST,
+				 IB_WC_SUCCESS);
+		return false;
+	}
+	/* The immediate data needs a receive WQE. */
+	if (c->imm && !sroce_resp_get_rwqe(qp, c->psn, oi))
+		return false;
+	if (plen) {
+		if (sroce_mr_copy(qp->sdev, qp->pd, qp->wr_rkey,
+				  IB_ACCESS_REMOTE_WRITE, qp->wr_va,
+				  (void *)(c->ip + c->pkt->payload_off), plen,
+				  SROCE_COPY_TO_MR)) {
+			sroce_resp_error(qp, c->psn, oi,
+					 SROCE_NAK_REMOTE_ACCESS_ERROR,
+					 IB_WC_SUCCESS);
+			return false;
+		}
+		qp->wr_va += plen;
+		qp->wr_left -= plen;
+	}
+	if (oi->flags & SROCE_OPF_END) {
+		sroce_resp_drop_write(qp);
+		if (c->imm) {
+			sroce_recv_cqe(qp, (void *)qp->rwqe, IB_WC_SUCCESS,
+				       IB_WC_RECV_RDMA_WITH_IMM,
+				       qp->wr_len, IB_WC_WITH_IMM, c->imm,
+				       qp->dest_qpn, sroce_bth_se(c->bth));
+			qp->rwqe_valid = false;
+		}
+		sroce_msn_bump(qp);
+	}
+	return true;
+}
+
+static void sroce_resp_read_op(struct sroce_qp *qp, const struct sroce_req_ctx *c)
+{
+	struct sroce_reth reth;
+	struct sroce_rd_res *r;
+	int nak;
+
+	sroce_reth_decode(c->ip + c->pkt->hdr_off[SROCE_HDR_RETH], &reth);
+	nak = sroce_read_start(qp, c->psn, reth.va, reth.rkey, reth.len);
+	if (nak >= 0) {
+		sroce_resp_fatal(qp, c->psn, nak, IB_WC_SUCCESS);
+		return;
+	}
+	r = sroce_res_new(qp);
+	*r = (struct sroce_rd_res) {
+		.kind = SROCE_KIND_READ_REQ,
+		.first_psn = c->psn,
+		.last_psn = qp->rj.last_psn,
+		.va = reth.va,
+		.rkey = reth.rkey,
+		.len = reth.len,
+	};
+	sroce_msn_bump(qp);
+	qp->in_msg = false;
+	qp->epsn = sroce_psn_inc(qp->rj.last_psn);
+	sroce_read_kick(qp);
+}
+
+static void sroce_resp_atomic_op(struct sroce_qp *qp, const struct sroce_req_ctx *c)
+{
+	struct sroce_atomiceth a;
+	struct sroce_rd_res *r;
+	u8 orig[8];
+	u64 val;
+	int nak;
+
+	sroce_atomiceth_decode(c->ip + c->pkt->hdr_off[SROCE_HDR_ATOMICETH], &a);
+	nak = sroce_atomic_exec(qp, &a, c->pkt->opcode, &val);
+	if (nak >= 0) {
+		sroce_resp_fatal(qp, c->psn, nak, IB_WC_SUCCESS);
+		return;
+	}
+	r = sroce_res_new(qp);
+	*r = (struct sroce_rd_res) {
+		.kind = SROCE_KIND_ATOMIC,
+		.first_psn = c->psn,
+		.last_psn = c->psn,
+		.orig = val,
+	};
+	sroce_msn_bump(qp);
+	qp->in_msg = false;
+	qp->epsn = sroce_psn_inc(c->psn);
+	sroce_put_be64(orig, val);
+	sroce_resp_send(qp, SROCE_OP_RC_ATOMIC_ACKNOWLEDGE, c->psn,
+			sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID), orig,
+			0, 0, 0);
+}
+
+/* Execute the request at epsn. */
 static void sroce_resp_exec(struct sroce_qp *qp, const u8 *ip,
 			    const struct sroce_pkt *pkt)
 {
 	const struct sroce_opcode_info *oi = pkt->info;
-	const u8 *bth = ip + pkt->bth_off;
-	u32 psn = sroce_bth_psn(bth);
-	bool rc = qp->type == IB_QPT_RC;
-	u8 ack = sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID);
-	const u8 *imm = pkt->hdr_off[SROCE_HDR_IMMDT] ?
-			ip + pkt->hdr_off[SROCE_HDR_IMMDT] : NULL;
-	int st, err;
+	struct sroce_req_ctx c = {
+		.ip = ip,
+		.pkt = pkt,
+		.oi = oi,
+		.bth = ip + pkt->bth_off,
+		.imm = pkt->hdr_off[SROCE_HDR_IMMDT] ?
+		       ip + pkt->hdr_off[SROCE_HDR_IMMDT] : NULL,
+		.psn = sroce_bth_psn(ip + pkt->bth_off),
+	};
+	bool done;
 
-	if (!sroce_seq_ok(qp, oi)) {
-		if (rc) {
-			sroce_resp_fatal(qp, psn, SROCE_NAK_INVALID_REQUEST,
-					 IB_WC_REM_INV_REQ_ERR);
-		} else {
-			/* UC: drop the broken message, wait for a new one. */
-			sroce_resp_drop_write(qp);
-			qp->uc_drop = true;
-			qp->in_msg = false;
-			qp->epsn = sroce_psn_inc(psn);
-		}
+	if (!sroce_payload_len_ok(qp, oi, pkt->payload_len)) {
+		sroce_cnt_inc(qp->sdev, SROCE_CNT_DROP_MTU);
+		sroce_resp_error(qp, c.psn, oi, SROCE_NAK_INVALID_REQUEST,
+				 IB_WC_SUCCESS);
 		return;
+	}
+	if (!sroce_seq_ok(qp, oi)) {
+		if (qp->type == IB_QPT_RC) {
+			sroce_resp_fatal(qp, c.psn, SROCE_NAK_INVALID_REQUEST,
+					 IB_WC_REM_INV_REQ_ERR);
+			return;
+		}
+		/*
+		 * UC: a new message while one was in progress ends the old
+		 * one; anything else out of sequence is dropped.
+		 */
+		if (!(oi->flags & SROCE_OPF_START)) {
+			sroce_uc_drop(qp, c.psn, oi);
+			return;
+		}
+		sroce_resp_drop_write(qp);
+		qp->in_msg = false;
 	}
 
 	switch (oi->kind) {
 	case SROCE_KIND_SEND:
-		if ((oi->flags & SROCE_OPF_START) &&
-		    !sroce_resp_get_rwqe(qp, psn, oi))
-			return;
-		if (oi->flags & SROCE_OPF_START)
-			qp->recv_off = 0;
-		st = sroce_rwqe_place(qp, qp->recv_off, ip + pkt->payload_off,
-				      pkt->payload_len);
-		if (st) {
-			if (rc)
-				sroce_resp_fatal(qp, psn,
-						 st == IB_WC_LOC_LEN_ERR ?
-						 SROCE_NAK_INVALID_REQUEST :
-						 SROCE_NAK_REMOTE_OP_ERROR, st);
-			else {
-				/* UC: the message is lost, the WQE completes in error. */
-				sroce_recv_cqe(qp, (void *)qp->rwqe, st, IB_WC_RECV,
-					       0, 0, NULL, 0, false);
-				qp->rwqe_valid = false;
-				qp->uc_drop = !(oi->flags & SROCE_OPF_END);
-				qp->in_msg = false;
-				qp->epsn = sroce_psn_inc(psn);
-			}
-			return;
-		}
-		qp->recv_off += pkt->payload_len;
-		if (oi->flags & SROCE_OPF_INV) {
-			/*
-			 * Remote invalidation: only a kernel consumer's
-			 * fast-registration region of this PD qualifies.
-			 */
-			u32 rkey = sroce_ieth_rkey(ip + pkt->hdr_off[SROCE_HDR_IETH]);
-
-			if (sroce_mr_invalidate(qp->sdev, qp->pd, rkey)) {
-				sroce_resp_fatal(qp, psn, SROCE_NAK_INVALID_REQUEST,
-						 IB_WC_REM_INV_REQ_ERR);
-				return;
-			}
-			__sroce_recv_cqe(qp, (void *)qp->rwqe, IB_WC_SUCCESS,
-					 IB_WC_RECV, qp->recv_off,
-					 IB_WC_WITH_INVALIDATE, NULL, rkey,
-					 qp->dest_qpn, 0, sroce_bth_se(bth));
-			qp->rwqe_valid = false;
-			qp->msn = (qp->msn + 1) & SROCE_MSN_MASK;
-		} else if (oi->flags & SROCE_OPF_END) {
-			sroce_recv_cqe(qp, (void *)qp->rwqe, IB_WC_SUCCESS,
-				       IB_WC_RECV, qp->recv_off,
-				       imm ? IB_WC_WITH_IMM : 0, imm,
-				       qp->dest_qpn, sroce_bth_se(bth));
-			qp->rwqe_valid = false;
-			qp->msn = (qp->msn + 1) & SROCE_MSN_MASK;
-		}
+		done = sroce_resp_send_op(qp, &c);
 		break;
-
 	case SROCE_KIND_WRITE:
-		if (oi->flags & SROCE_OPF_START) {
-			struct sroce_reth reth;
-
-			sroce_reth_decode(ip + pkt->hdr_off[SROCE_HDR_RETH], &reth);
-			if (!(qp->access & IB_ACCESS_REMOTE_WRITE)) {
-				sroce_resp_fatal(qp, psn, SROCE_NAK_REMOTE_ACCESS_ERROR,
-						 IB_WC_SUCCESS);
-				return;
-			}
-			sroce_resp_drop_write(qp);
-			if (reth.len) {
-				struct sroce_mr *mr;
-
-				mr = sroce_mr_get(qp->sdev, qp->pd, reth.rkey,
-						  SROCE_KEY_REMOTE,
-						  IB_ACCESS_REMOTE_WRITE,
-						  reth.va, reth.len);
-				if (IS_ERR(mr)) {
-					sroce_resp_fatal(qp, psn,
-							 SROCE_NAK_REMOTE_ACCESS_ERROR,
-							 IB_WC_SUCCESS);
-					return;
-				}
-				qp->wr_mr = mr;
-			}
-			qp->wr_va = reth.va;
-			qp->wr_left = reth.len;
-			qp->wr_len = reth.len;	/* byte_len of WRITE_IMM */
-		}
-		if (pkt->payload_len > qp->wr_left ||
-		    ((oi->flags & SROCE_OPF_END) &&
-		     pkt->payload_len != qp->wr_left)) {
-			if (rc)
-				sroce_resp_fatal(qp, psn, SROCE_NAK_INVALID_REQUEST,
-						 IB_WC_SUCCESS);
-			else {
-				sroce_resp_drop_write(qp);
-				qp->uc_drop = !(oi->flags & SROCE_OPF_END);
-				qp->in_msg = false;
-				qp->epsn = sroce_psn_inc(psn);
-			}
-			return;
-		}
-		/* The immediate data needs a receive WQE. */
-		if (imm && !sroce_resp_get_rwqe(qp, psn, oi))
-			return;
-		if (pkt->payload_len) {
-			if (sroce_mr_copy(qp->wr_mr, qp->wr_va,
-					  (void *)(ip + pkt->payload_off),
-					  pkt->payload_len, SROCE_COPY_TO_MR)) {
-				sroce_resp_fatal(qp, psn, SROCE_NAK_REMOTE_ACCESS_ERROR,
-						 IB_WC_SUCCESS);
-				return;
-			}
-			qp->wr_va += pkt->payload_len;
-			qp->wr_left -= pkt->payload_len;
-		}
-		if (oi->flags & SROCE_OPF_END) {
-			sroce_resp_drop_write(qp);
-			if (imm) {
-				sroce_recv_cqe(qp, (void *)qp->rwqe, IB_WC_SUCCESS,
-					       IB_WC_RECV_RDMA_WITH_IMM,
-					       qp->wr_len, IB_WC_WITH_IMM, imm,
-					       qp->dest_qpn, sroce_bth_se(bth));
-				qp->rwqe_valid = false;
-			}
-			qp->msn = (qp->msn + 1) & SROCE_MSN_MASK;
-		}
+		done = sroce_resp_write_op(qp, &c);
 		break;
-
-	case SROCE_KIND_READ_REQ: {
-		struct sroce_reth reth;
-		struct sroce_rd_res *r;
-
-		sroce_reth_decode(ip + pkt->hdr_off[SROCE_HDR_RETH], &reth);
-		err = sroce_read_start(qp, psn, &reth);
-		if (err >= 0) {
-			sroce_resp_fatal(qp, psn, err, IB_WC_SUCCESS);
-			return;
-		}
-		r = sroce_res_new(qp);
-		r->kind = SROCE_KIND_READ_REQ;
-		r->first_psn = psn;
-		r->last_psn = qp->rj.last_psn;
-		qp->msn = (qp->msn + 1) & SROCE_MSN_MASK;
-		qp->in_msg = false;
-		qp->epsn = sroce_psn_inc(qp->rj.last_psn);
-		sroce_read_kick(qp);
+	case SROCE_KIND_READ_REQ:
+		sroce_resp_read_op(qp, &c);
 		return;
-	}
-
-	case SROCE_KIND_ATOMIC: {
-		struct sroce_atomiceth a;
-		struct sroce_rd_res *r;
-		u8 orig[8];
-		u64 val;
-
-		sroce_atomiceth_decode(ip + pkt->hdr_off[SROCE_HDR_ATOMICETH], &a);
-		err = sroce_atomic_exec(qp, &a, pkt->opcode, &val);
-		if (err >= 0) {
-			sroce_resp_fatal(qp, psn, err, IB_WC_SUCCESS);
-			return;
-		}
-		r = sroce_res_new(qp);
-		r->kind = SROCE_KIND_ATOMIC;
-		r->first_psn = psn;
-		r->last_psn = psn;
-		r->orig = val;
-		qp->msn = (qp->msn + 1) & SROCE_MSN_MASK;
-		qp->in_msg = false;
-		qp->epsn = sroce_psn_inc(psn);
-		sroce_put_be64(orig, val);
-		sroce_resp_send(qp, SROCE_OP_RC_ATOMIC_ACKNOWLEDGE, psn, ack,
-				orig, NULL, 0, 0);
+	case SROCE_KIND_ATOMIC:
+		sroce_resp_atomic_op(qp, &c);
 		return;
-	}
 	default:
 		return;
 	}
-
+	if (!done)
+		return;
 	qp->in_msg = !(oi->flags & SROCE_OPF_END);
 	qp->msg_kind = oi->kind;
-	qp->epsn = sroce_psn_inc(psn);
-	if (rc && sroce_bth_ackreq(bth))
-		sroce_send_ack(qp, psn, ack);
+	qp->epsn = sroce_psn_inc(c.psn);
+	if (qp->type == IB_QPT_RC && sroce_bth_ackreq(c.bth))
+		sroce_send_ack(qp, c.psn,
+			       sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID));
 }
 
 static void sroce_resp_process(struct sroce_qp *qp, struct sk_buff *skb,
@@ -803,30 +997,44 @@ static void sroce_resp_process(struct sroce_qp *qp, struct sk_buff *skb,
 	sroce_resp_exec(qp, ip, pkt);
 }
 
+/* Does the responder execute requests in this state? rq_lock held. */
+static bool sroce_resp_active(struct sroce_qp *qp)
+{
+	return !qp->dead && !qp->resp_err &&
+	       (qp->state == IB_QPS_RTR || qp->state == IB_QPS_RTS ||
+		qp->state == IB_QPS_SQD || qp->state == IB_QPS_SQE);
+}
+
+static enum sroce_transport sroce_qp_transport(struct sroce_qp *qp)
+{
+	switch (qp->type) {
+	case IB_QPT_RC:
+		return SROCE_TRANSPORT_RC;
+	case IB_QPT_UC:
+		return SROCE_TRANSPORT_UC;
+	default:
+		return SROCE_TRANSPORT_UD;
+	}
+}
+
 /* A request arrived for @qp. Softirq. Consumes the skb. */
 void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		    const struct sroce_pkt *pkt)
 {
-	enum sroce_transport want;
-
-	switch (qp->type) {
-	case IB_QPT_RC:
-		want = SROCE_TRANSPORT_RC;
-		break;
-	case IB_QPT_UC:
-		want = SROCE_TRANSPORT_UC;
-		break;
-	default:
-		want = SROCE_TRANSPORT_UD;
-		break;
-	}
+	const u8 *ip = skb_network_header(skb);
+	unsigned int drop = 0;
 
 	spin_lock_bh(&qp->rq_lock);
-	if (qp->dead || qp->resp_err || pkt->info->transport != want ||
-	    (qp->state != IB_QPS_RTR && qp->state != IB_QPS_RTS &&
-	     qp->state != IB_QPS_SQD && qp->state != IB_QPS_SQE)) {
+	if (!sroce_resp_active(qp) ||
+	    pkt->info->transport != sroce_qp_transport(qp))
+		drop = SROCE_CNT_RX_STALE;
+	else if (!sroce_rx_pkey_ok(ip + pkt->bth_off))
+		drop = SROCE_CNT_DROP_PKEY;
+	else if (qp->type != IB_QPT_UD && !sroce_rx_from_peer(&qp->av, ip, pkt))
+		drop = SROCE_CNT_DROP_PEER;
+	if (drop) {
 		spin_unlock_bh(&qp->rq_lock);
-		sroce_cnt_inc(qp->sdev, SROCE_CNT_RX_STALE);
+		sroce_cnt_inc(qp->sdev, drop);
 		kfree_skb(skb);
 		return;
 	}
@@ -854,23 +1062,26 @@ void sroce_resp_work(struct work_struct *work)
 	struct sk_buff *skb;
 
 	spin_lock_bh(&qp->rq_lock);
-	while (!qp->dead && budget--) {
+	while (budget--) {
 		struct sroce_pkt pkt;
 		const u8 *ip;
 
+		if (!sroce_resp_active(qp)) {
+			/* ERR, reset or destroy: nothing more is executed. */
+			sroce_resp_stop_locked(qp);
+			break;
+		}
 		if (qp->rj.active) {
-			if (!sroce_read_job_run(qp, SROCE_RESP_BUDGET)) {
-				if (qp->rj.stalled || qp->rj.tx_wait)
-					break;
-				continue;
-			}
+			if (!sroce_read_job_run(qp, SROCE_RESP_BUDGET) &&
+			    (qp->rj.stalled || qp->rj.tx_wait))
+				break;
+			continue;	/* the job may also have ended in error */
 		}
 		skb = __skb_dequeue(&qp->backlog);
 		if (!skb)
 			break;
 		ip = skb_network_header(skb);
-		if (qp->resp_err ||
-		    sroce_parse_ip(ip, skb_tail_pointer(skb) - ip,
+		if (sroce_parse_ip(ip, skb_tail_pointer(skb) - ip,
 				   SROCE_PARSE_NO_ICRC, &pkt) != SROCE_WIRE_OK) {
 			kfree_skb(skb);
 			continue;

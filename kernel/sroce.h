@@ -123,6 +123,12 @@ enum sroce_cnt {
 	SROCE_CNT_RNR_NAK_SENT,	/* responder: RNR NAKs sent */
 	SROCE_CNT_DUP_REQ,	/* responder: duplicate requests */
 	SROCE_CNT_RX_STALE,	/* valid but unexpected (stale, wrong state) */
+	SROCE_CNT_DROP_PEER,	/* RC/UC: IP addresses are not the QP's path */
+	SROCE_CNT_DROP_PKEY,	/* BTH P_Key does not match the QP's */
+	SROCE_CNT_DROP_PSN,	/* response for no outstanding request */
+	SROCE_CNT_DROP_UD_LEN,	/* UD message larger than the receive WQE */
+	SROCE_CNT_DROP_MTU,	/* payload larger than the path MTU */
+	SROCE_CNT_DROP_UC,	/* UC message dropped: access or length error */
 	SROCE_CNT_DROP_BASE,	/* rx_drop_<validator error name> */
 	SROCE_CNT_NR = SROCE_CNT_DROP_BASE + SROCE_WIRE_E_NR - 1
 };
@@ -165,10 +171,9 @@ struct sroce_dev {
 
 	struct ida		pd_ida;
 
-	/* Memory regions by key index (key >> 8); see mr.c. */
+	/* Memory regions by key index (key >> SROCE_MR_KEY_SHIFT); see mr.c. */
 	struct xarray		mr_xa;
 	u32			mr_next;	/* cyclic index allocation */
-	atomic_t		mr_variant;	/* low key byte */
 
 	atomic_t		num_cq;		/* enforces max_cq */
 
@@ -201,15 +206,16 @@ enum sroce_mr_type {
 };
 
 /*
- * Memory region. Lookups by the transport take a reference (ref); dereg
- * removes the key from mr_xa, drops the initial reference and waits on done
- * for the last one. The structure itself is freed after an RCU grace period,
+ * Memory region. An access by the transport (sroce_mr_access()) holds a
+ * reference (ref) while it runs; dereg removes the key from mr_xa, drops the
+ * initial reference and waits on done for the last one. The structure itself is freed after an RCU grace period,
  * since lookups find it under rcu_read_lock().
  *
  * A fast-registration MR changes key, range, access and pages when a REG_MR
  * work request executes, and becomes invalid with LOCAL_INV or a remote
- * invalidation; those fields and valid are then under lock. map_mr_sg fills
- * the staging list fr_pages, which REG_MR swaps in as pages.
+ * invalidation; those fields, pages and valid are then under lock, which
+ * accesses hold while they copy. map_mr_sg fills the staging list fr_pages,
+ * which REG_MR swaps in as pages.
  */
 struct sroce_mr {
 	struct ib_mr		ibmr;
@@ -231,12 +237,6 @@ struct sroce_mr {
 	refcount_t		ref;
 	struct completion	done;
 	struct rcu_head		rcu;
-};
-
-/* Which key of an MR a lookup is for; selects the error reported. */
-enum sroce_key_kind {
-	SROCE_KEY_LOCAL,	/* lkey in a local SGE */
-	SROCE_KEY_REMOTE,	/* rkey in an incoming RETH/AtomicETH */
 };
 
 /* Direction of sroce_mr_copy(). */
@@ -360,7 +360,9 @@ struct sroce_swqe {
 	u32			last_psn;	/* READ: of the last response */
 	u32			npkts;		/* PSNs used */
 	u32			read_done;	/* READ: response bytes placed */
-	u32			resume_psn;	/* READ: PSN of the last request sent */
+	u32			gap_psn;	/* READ: re-requested from here */
+	bool			gap_asked;	/* gap_psn is valid */
+	bool			read_complete;	/* READ: every response placed */
 	u8			status;		/* ib_wc_status if invalid, else 0 */
 	bool			started;	/* PSNs assigned */
 	bool			sent;		/* all packets sent (UC/UD: complete) */
@@ -368,20 +370,30 @@ struct sroce_swqe {
 	u8			data[];		/* SGEs or inline data */
 };
 
-/* Responder resource: a READ or atomic executed, kept for duplicates. */
+/*
+ * Responder resource: a READ or atomic executed, kept for duplicates. A
+ * duplicate READ is answered from the original request's range, never from
+ * the duplicate's RETH.
+ */
 struct sroce_rd_res {
 	u8			kind;		/* SROCE_KIND_READ_REQ / ATOMIC, 0 free */
 	u32			first_psn;
 	u32			last_psn;
 	u64			orig;		/* atomic: value returned */
+	u64			va;		/* READ: the original RETH */
+	u32			rkey;
+	u32			len;
 };
 
-/* A READ being answered, possibly over several runs. */
+/*
+ * A READ being answered, possibly over several runs. It holds no reference
+ * on the region: every response looks rkey up again.
+ */
 struct sroce_read_job {
 	bool			active;
 	bool			stalled;	/* transmit queue was full */
 	bool			tx_wait;	/* at the in-flight limit */
-	struct sroce_mr		*mr;
+	u32			rkey;
 	u64			va;
 	u32			left;		/* bytes still to send */
 	u32			psn;		/* of the next response */
@@ -457,8 +469,8 @@ struct sroce_qp {
 	u8			retry_shift;	/* ACK timer backoff */
 	u8			rnr_left;
 	bool			rnr_wait;	/* RNR NAK or full tx queue */
-	bool			read_gap;	/* READ re-requested from read_gap_psn */
-	u32			read_gap_psn;
+	bool			tx_holding;	/* transmit refused since tx_hold_since */
+	unsigned long		tx_hold_since;	/* jiffies */
 	struct timer_list	retry_timer;
 	struct timer_list	rnr_timer;
 	struct work_struct	req_work;
@@ -471,12 +483,13 @@ struct sroce_qp {
 	bool			nak_sent;	/* seq NAK or RNR NAK for epsn */
 	bool			uc_drop;	/* UC: skip to the next message */
 	bool			resp_err;	/* fatal responder error seen */
+	bool			err_pending;	/* err_work is to move the QP to ERR */
 	/* message being received (SEND / WRITE spanning packets) */
 	bool			rwqe_valid;
 	u32			recv_off;	/* bytes placed */
 	u8			*rwqe;		/* copy of the receive WQE */
 	u32			rwqe_size;
-	struct sroce_mr		*wr_mr;		/* WRITE target */
+	u32			wr_rkey;	/* WRITE target, looked up per packet */
 	u64			wr_va;
 	u32			wr_left;
 	u32			wr_len;		/* RETH length of the WRITE */
@@ -574,17 +587,11 @@ int sroce_mr_fast_reg(struct sroce_dev *sdev, struct sroce_pd *pd, u32 key,
 int sroce_mr_invalidate(struct sroce_dev *sdev, struct sroce_pd *pd, u32 key);
 
 /* mr.c: for the transport */
-struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, struct sroce_pd *pd,
-			      u32 key, enum sroce_key_kind kind, int access,
-			      u64 va, u64 len);
-void sroce_mr_put(struct sroce_mr *mr);
-enum ib_wc_status sroce_mr_err_status(enum sroce_key_kind kind);
-int sroce_mr_copy(struct sroce_mr *mr, u64 va, void *buf, size_t len,
+int sroce_mr_access(struct sroce_dev *sdev, struct sroce_pd *pd, u32 key,
+		    int access, u64 va, u64 len, sroce_mr_page_fn fn, void *priv);
+int sroce_mr_copy(struct sroce_dev *sdev, struct sroce_pd *pd, u32 key,
+		  int access, u64 va, void *buf, u32 len,
 		  enum sroce_copy_dir dir);
-int sroce_mr_for_each_page(struct sroce_mr *mr, u64 va, u64 len,
-			   sroce_mr_page_fn fn, void *priv);
-int sroce_mr_page_at(struct sroce_mr *mr, u64 va, struct page **page,
-		     unsigned int *offset);
 int sroce_sge_copy(struct sroce_dev *sdev, struct sroce_pd *pd,
 		   const struct sroce_sge *sge, u32 nsge, u32 off, u8 *buf,
 		   u32 len, enum sroce_copy_dir dir);
@@ -637,7 +644,7 @@ struct sroce_qp *sroce_qp_get(struct sroce_dev *sdev, u32 qpn);
 void sroce_qp_put(struct sroce_qp *qp);
 void sroce_qp_error(struct sroce_qp *qp);
 void sroce_qp_error_locked(struct sroce_qp *qp);
-u32 sroce_wq_ring_prod(struct sroce_wq *wq, bool *broken);
+u32 sroce_wq_ring_prod(struct sroce_wq *wq, u32 from, bool *broken);
 void sroce_wq_publish_cons(struct sroce_wq *wq);
 void sroce_rq_flush_locked(struct sroce_qp *qp);
 int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
@@ -661,6 +668,7 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		    const struct sroce_pkt *pkt);
 void sroce_resp_work(struct work_struct *work);
 void sroce_resp_reset_locked(struct sroce_qp *qp);
+void sroce_resp_stop_locked(struct sroce_qp *qp);
 
 /* net.c: transmit */
 #define SROCE_TX_HIGH		128
@@ -680,6 +688,9 @@ int sroce_tx_send(struct sroce_dev *sdev, const struct sroce_av *av, u16 sport,
 void sroce_net_init_dev(struct sroce_dev *sdev);
 void sroce_net_fini_dev(struct sroce_dev *sdev);
 void sroce_cnt_inc(struct sroce_dev *sdev, unsigned int idx);
+bool sroce_rx_from_peer(const struct sroce_av *av, const u8 *ip,
+			const struct sroce_pkt *pkt);
+bool sroce_rx_pkey_ok(const u8 *bth);
 bool sroce_tx_full(struct sroce_qp *qp);
 
 /* queue.c: rings shared with user space */

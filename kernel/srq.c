@@ -158,7 +158,7 @@ int sroce_srq_take(struct sroce_srq *srq, void *buf, u32 bufsize)
 	int err = 0;
 
 	spin_lock_irqsave(&srq->lock, flags);
-	prod = sroce_wq_ring_prod(wq, &broken);
+	prod = sroce_wq_ring_prod(wq, wq->cons, &broken);
 	if (broken) {
 		err = -EIO;
 	} else if (prod == wq->cons) {

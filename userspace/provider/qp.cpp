@@ -608,6 +608,12 @@ int sroce_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	const int err = sroce::wq::post_recv_chain(qp->rq, qp->max_recv_sge, wr,
 						   bad_wr);
 	pthread_spin_unlock(&qp->rq_lock);
+	/*
+	 * In ERR the kernel asks for the doorbell after receives are posted,
+	 * so that it flushes them (sroce-abi.h); otherwise none is needed.
+	 */
+	if (sroce::wq::need_doorbell(qp->rq))
+		(void)sroce::doorbell(qp);
 	return err;
 }
 

@@ -143,7 +143,12 @@ struct sroce_cq_ring_hdr {
  * barrier and reads producer once more (and resumes if it moved). Either the
  * kernel sees the new producer or user space sees sq_idle == 1, so no posted
  * WQE waits for a doorbell that never comes. Receive queues need no doorbell:
- * the kernel looks at producer when a message arrives.
+ * the kernel looks at producer when a message arrives; except in the error
+ * state, when nothing arrives any more: the kernel then stores 1 in the RQ
+ * header's sq_idle word (before it flushes the ring, with a full barrier in
+ * between), and user space that finds it non-zero after publishing receives
+ * (same barrier) rings the QP's send doorbell, which flushes them with
+ * IBV_WC_WR_FLUSH_ERR completions. Back in RESET the word is 0 again.
  */
 #define SROCE_WQ_LINE			64
 struct sroce_wq_hdr {
@@ -151,7 +156,7 @@ struct sroce_wq_hdr {
 	__u32 pad0[SROCE_WQ_LINE / 4 - 1];
 	__u32 consumer;			/* written by the kernel only */
 	__u32 pad1[SROCE_WQ_LINE / 4 - 1];
-	__u32 sq_idle;			/* SQ only: written by the kernel only */
+	__u32 sq_idle;			/* SQ: engine idle; RQ: QP in ERR; kernel-written */
 	__u32 pad2[SROCE_WQ_LINE / 4 - 1];
 	__u32 pad3[SROCE_WQ_LINE / 4];
 };
