@@ -130,7 +130,7 @@ static void sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
 	while (qp->sq.cons != qp->fetched && qp->sq.cons != qp->req_next) {
 		wqe = sroce_swqe_at(qp, qp->sq.cons);
 		if (!wqe->started || wqe->status ||
-		    !(sroce_op_is_local(wqe->wr.opcode) || wqe->read_complete))
+		    !(sroce_op_is_local(wqe->wr.opcode) || wqe->resp_done))
 			break;
 		__sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
 	}
@@ -578,17 +578,43 @@ static bool sroce_req_local(struct sroce_qp *qp, struct sroce_swqe *wqe)
 }
 
 /*
- * Before (re)sending the request of a started READ: ask only for what has
- * not arrived. A READ whose responses are all in is skipped (and completed
- * if it is the oldest WQE). Return true if a request is to be sent.
+ * The oldest PSN the requester still needs an answer for: comp_psn, or the
+ * first PSN of the oldest WQE if that is a READ or atomic comp_psn has
+ * passed (later PSNs acknowledged, its response lost).
  */
-static bool sroce_req_read_resume(struct sroce_qp *qp, struct sroce_swqe *wqe)
+static u32 sroce_req_base_psn(struct sroce_qp *qp)
+{
+	u32 lo = qp->comp_psn;
+
+	if (qp->sq.cons != qp->fetched) {
+		struct sroce_swqe *wqe = sroce_swqe_at(qp, qp->sq.cons);
+
+		if (wqe->started && wqe->npkts &&
+		    sroce_psn_before(wqe->first_psn, lo))
+			lo = wqe->first_psn;
+	}
+	return lo;
+}
+
+/* PSNs sent and not answered yet: the in-flight window. */
+static u32 sroce_req_unacked(struct sroce_qp *qp)
+{
+	return sroce_psn_fwd(qp->req_psn, sroce_req_base_psn(qp));
+}
+
+/*
+ * Before (re)sending the request of a started READ or atomic: ask only for
+ * what has not arrived. One whose responses are all in is skipped (and
+ * completed if it is the oldest WQE). Return true if a request is to be
+ * sent.
+ */
+static bool sroce_req_rd_resume(struct sroce_qp *qp, struct sroce_swqe *wqe)
 {
 	u32 from;
 
 	if (!wqe->started)
 		return true;
-	if (wqe->read_complete) {
+	if (wqe->resp_done) {
 		if (qp->req_next == qp->sq.cons) {
 			sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
 		} else {
@@ -597,6 +623,8 @@ static bool sroce_req_read_resume(struct sroce_qp *qp, struct sroce_swqe *wqe)
 		}
 		return false;
 	}
+	if (wqe->wr.opcode != IB_UVERBS_WR_RDMA_READ)
+		return true;
 	from = sroce_psn_add(wqe->first_psn, wqe->read_done / qp->mtu);
 	if (sroce_psn_before(qp->req_psn, from))
 		qp->req_psn = from;
@@ -698,7 +726,7 @@ static void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 			    qp->rd_out)
 				return;
 			if (type == IB_QPT_RC &&
-			    sroce_psn_fwd(qp->req_psn, qp->comp_psn) >= SROCE_MAX_UNACKED)
+			    sroce_req_unacked(qp) >= SROCE_MAX_UNACKED)
 				return;
 			/*
 			 * READ responses come back as fast as the responder
@@ -707,7 +735,7 @@ static void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 			 * them arrives within an ACK timeout.
 			 */
 			if (wqe->wr.opcode == IB_UVERBS_WR_RDMA_READ && qp->rd_out &&
-			    sroce_psn_fwd(qp->req_psn, qp->comp_psn) +
+			    sroce_req_unacked(qp) +
 			    DIV_ROUND_UP(wqe->len, qp->mtu) > SROCE_MAX_READ_PSNS)
 				return;
 			if (type == IB_QPT_UD || wqe->wr.opcode ==
@@ -724,13 +752,12 @@ static void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 			if (wqe->is_rd)
 				qp->rd_out++;
 		} else if (type == IB_QPT_RC &&
-			   sroce_psn_fwd(qp->req_psn, qp->comp_psn) >= SROCE_MAX_UNACKED &&
+			   sroce_req_unacked(qp) >= SROCE_MAX_UNACKED &&
 			   wqe->wr.opcode != IB_UVERBS_WR_RDMA_READ) {
 			return;
 		}
 
-		if (wqe->wr.opcode == IB_UVERBS_WR_RDMA_READ &&
-		    !sroce_req_read_resume(qp, wqe)) {
+		if (wqe->is_rd && !sroce_req_rd_resume(qp, wqe)) {
 			if (!--budget) {
 				sroce_req_defer(qp);
 				return;
@@ -739,7 +766,7 @@ static void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 		}
 		k = sroce_psn_fwd(qp->req_psn, wqe->first_psn);
 		if (type == IB_QPT_RC &&
-		    sroce_psn_fwd(qp->req_psn, qp->comp_psn) + 1 >= SROCE_MAX_UNACKED)
+		    sroce_req_unacked(qp) + 1 >= SROCE_MAX_UNACKED)
 			ackreq = true;
 		st = sroce_req_send_pkt(qp, wqe, qp->req_psn, &ackreq);
 		if (st == -ENOBUFS) {
@@ -982,11 +1009,11 @@ int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 /* ---------------------------------------------------------------- rewind */
 
 /*
- * Move the requester to @psn, in the WQE it belongs to (a READ resumes with
- * what has not arrived). @back_only: only if that is not ahead of where the
- * requester is; it goes over everything from there anyway.
+ * Resend from @psn (NAK sequence error, lost responses, timeout): move the
+ * requester back to the WQE @psn belongs to (a READ resumes with what has
+ * not arrived), unless it is behind that already and will get there.
  */
-static void sroce_req_seek(struct sroce_qp *qp, u32 psn, bool back_only)
+static void sroce_go_back(struct sroce_qp *qp, u32 psn)
 {
 	u32 i;
 
@@ -997,40 +1024,78 @@ static void sroce_req_seek(struct sroce_qp *qp, u32 psn, bool back_only)
 			break;
 		if (!wqe->npkts)
 			continue;	/* a local operation */
-		if (sroce_psn_in_range(psn, wqe->first_psn, wqe->last_psn)) {
-			if (wqe->wr.opcode == IB_UVERBS_WR_RDMA_READ)
-				/* Ask again for what has not arrived. */
-				psn = sroce_psn_add(wqe->first_psn,
-						    wqe->read_done / qp->mtu);
-			if (back_only &&
-			    (i - qp->sq.cons > qp->req_next - qp->sq.cons ||
-			     (i == qp->req_next &&
-			      sroce_psn_after_eq(psn, qp->req_psn))))
-				return;
+		if (!sroce_psn_in_range(psn, wqe->first_psn, wqe->last_psn))
+			continue;
+		if (wqe->wr.opcode == IB_UVERBS_WR_RDMA_READ)
+			psn = sroce_psn_add(wqe->first_psn,
+					    wqe->read_done / qp->mtu);
+		if (i - qp->sq.cons > qp->req_next - qp->sq.cons ||
+		    (i == qp->req_next && sroce_psn_after_eq(psn, qp->req_psn)))
+			return;
+		qp->req_next = i;
+		qp->req_psn = psn;
+		return;
+	}
+}
+
+/*
+ * The requester is behind comp_psn: skip what that acknowledges, but stop
+ * at a READ or atomic still waiting for its response (comp_psn passes it
+ * when later PSNs are acknowledged).
+ */
+static void sroce_req_skip_acked(struct sroce_qp *qp)
+{
+	u32 i;
+
+	for (i = qp->req_next; i != qp->fetched; i++) {
+		struct sroce_swqe *wqe = sroce_swqe_at(qp, i);
+
+		if (!wqe->started)
+			return;
+		if (wqe->is_rd && !wqe->resp_done) {
+			if (i != qp->req_next) {
+				qp->req_next = i;
+				qp->req_psn = wqe->first_psn;
+			}
+			return;
+		}
+		if (wqe->npkts &&
+		    sroce_psn_in_range(qp->comp_psn, wqe->first_psn,
+				       wqe->last_psn)) {
 			qp->req_next = i;
-			qp->req_psn = psn;
+			qp->req_psn = qp->comp_psn;
 			return;
 		}
 	}
 }
 
-/* Resend from @psn (NAK sequence error, lost responses, timeout). */
-static void sroce_go_back(struct sroce_qp *qp, u32 psn)
+/* Position of @wqe in the send queue, counted from the oldest WQE. */
+static u32 sroce_swqe_pos(struct sroce_qp *qp, const struct sroce_swqe *wqe)
 {
-	sroce_req_seek(qp, psn, true);
+	u32 slot = ((const u8 *)wqe - qp->swqes) / qp->swqe_size;
+
+	return (slot - qp->sq.cons) & (qp->sq.entries - 1);
 }
 
 /*
- * Responses of a READ are missing from @expect on: ask again from there,
- * once (later responses of the same burst would ask again and again).
+ * Responses of a READ (or the answer of an atomic) are missing from @expect
+ * on: ask again for that part, once (later responses of the same burst
+ * would ask again and again). If the requester is past the WQE, the request
+ * for the missing part goes out alone and everything sent after it stays
+ * as it is; otherwise, or if it cannot be sent now, the requester goes back.
  */
 static void sroce_read_gap(struct sroce_qp *qp, struct sroce_swqe *wqe,
 			   u32 expect)
 {
+	bool ackreq = false;
+
 	if (wqe->gap_asked && wqe->gap_psn == expect)
 		return;
 	wqe->gap_asked = true;
 	wqe->gap_psn = expect;
+	if (sroce_swqe_pos(qp, wqe) < qp->req_next - qp->sq.cons &&
+	    !sroce_req_send_pkt(qp, wqe, expect, &ackreq))
+		return;
 	sroce_go_back(qp, expect);
 }
 
@@ -1052,7 +1117,7 @@ static bool sroce_comp_ack_upto(struct sroce_qp *qp, u32 psn)
 			break;
 		if (sroce_psn_before(psn, wqe->last_psn) && !wqe->is_rd)
 			break;
-		if (wqe->read_complete) {
+		if (wqe->resp_done) {
 			sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
 			progress = true;
 			continue;
@@ -1077,7 +1142,7 @@ static bool sroce_comp_ack_upto(struct sroce_qp *qp, u32 psn)
 	}
 	/* Resending what has just been acknowledged is pointless. */
 	if (sroce_psn_before(qp->req_psn, qp->comp_psn))
-		sroce_req_seek(qp, qp->comp_psn, false);
+		sroce_req_skip_acked(qp);
 	return progress;
 }
 
@@ -1149,7 +1214,7 @@ static void sroce_comp_read_resp(struct sroce_qp *qp, const u8 *ip,
 	sroce_comp_ack_upto(qp, sroce_psn_add(psn, SROCE_PSN_MAX));
 	wqe = sroce_wqe_by_psn(qp, psn);
 	if (!wqe || wqe->wr.opcode != IB_UVERBS_WR_RDMA_READ ||
-	    wqe->read_complete)
+	    wqe->resp_done)
 		return;		/* stale or duplicate */
 	expect = sroce_psn_add(wqe->first_psn, wqe->read_done / qp->mtu);
 	if (psn != expect) {
@@ -1189,7 +1254,7 @@ static void sroce_comp_read_resp(struct sroce_qp *qp, const u8 *ip,
 	if (sroce_psn_after(sroce_psn_inc(psn), qp->comp_psn))
 		qp->comp_psn = sroce_psn_inc(psn);
 	if (last) {
-		wqe->read_complete = true;
+		wqe->resp_done = true;
 		if (wqe == sroce_swqe_at(qp, qp->sq.cons))
 			sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
 	}
@@ -1204,21 +1269,25 @@ static void sroce_comp_atomic_ack(struct sroce_qp *qp, const u8 *ip,
 	int st;
 
 	sroce_comp_ack_upto(qp, sroce_psn_add(psn, SROCE_PSN_MAX));
-	if (qp->sq.cons == qp->fetched)
-		return;
-	wqe = sroce_swqe_at(qp, qp->sq.cons);
-	if (!wqe->started || !sroce_op_is_atomic(wqe->wr.opcode) ||
-	    wqe->first_psn != psn)
-		return;
+	wqe = sroce_wqe_by_psn(qp, psn);
+	if (!wqe || !sroce_op_is_atomic(wqe->wr.opcode) || wqe->resp_done)
+		return;		/* stale or duplicate */
 	orig = sroce_atomicacketh_orig(ip + pkt->hdr_off[SROCE_HDR_ATOMICACKETH]);
 	st = sroce_wqe_copy(qp, wqe, 0, (u8 *)&orig, sizeof(orig),
 			    SROCE_COPY_TO_MR);
 	if (st) {
-		sroce_req_fail(qp, wqe, st);
+		if (wqe == sroce_swqe_at(qp, qp->sq.cons))
+			sroce_req_fail(qp, wqe, st);
+		else
+			wqe->status = st;
 		return;
 	}
-	qp->comp_psn = sroce_psn_inc(psn);
-	sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
+	/* Like READ responses, an answer behind a lost one is kept. */
+	wqe->resp_done = true;
+	if (sroce_psn_after(sroce_psn_inc(psn), qp->comp_psn))
+		qp->comp_psn = sroce_psn_inc(psn);
+	if (wqe == sroce_swqe_at(qp, qp->sq.cons))
+		sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
 	sroce_comp_progress(qp);
 }
 
@@ -1306,15 +1375,8 @@ static void sroce_comp_aeth(struct sroce_qp *qp, u8 syn, u32 psn)
  */
 static bool sroce_comp_psn_ok(struct sroce_qp *qp, u32 psn)
 {
-	u32 lo = qp->comp_psn;
+	u32 lo = sroce_req_base_psn(qp);
 
-	if (qp->sq.cons != qp->fetched) {
-		struct sroce_swqe *wqe = sroce_swqe_at(qp, qp->sq.cons);
-
-		if (wqe->started && wqe->npkts &&
-		    sroce_psn_before(wqe->first_psn, lo))
-			lo = wqe->first_psn;
-	}
 	return sroce_psn_fwd(psn, lo) < sroce_psn_fwd(qp->psn_hi, lo);
 }
 

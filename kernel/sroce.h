@@ -362,7 +362,7 @@ struct sroce_swqe {
 	u32			read_done;	/* READ: response bytes placed */
 	u32			gap_psn;	/* READ: re-requested from here */
 	bool			gap_asked;	/* gap_psn is valid */
-	bool			read_complete;	/* READ: every response placed */
+	bool			resp_done;	/* READ, atomic: every response in */
 	u8			status;		/* ib_wc_status if invalid, else 0 */
 	bool			started;	/* PSNs assigned */
 	bool			sent;		/* all packets sent (UC/UD: complete) */
