@@ -1117,6 +1117,11 @@ static bool sroce_comp_ack_upto(struct sroce_qp *qp, u32 psn)
 			break;
 		if (sroce_psn_before(psn, wqe->last_psn) && !wqe->is_rd)
 			break;
+		if (wqe->status && wqe->npkts) {
+			/* A bad response that came while it was not the oldest. */
+			sroce_req_fail(qp, wqe, wqe->status);
+			break;
+		}
 		if (wqe->resp_done) {
 			sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
 			progress = true;
