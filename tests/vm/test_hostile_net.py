@@ -30,6 +30,7 @@ PKTGEN = TOOLS + "/sroce-pktgen"
 VICTIM = TOOLS + "/sroce-victim"
 RDMA_TEST = TOOLS + "/sroce-rdma-test"
 HW = "/sys/class/infiniband/sroce0/ports/1/hw_counters"
+SPOOF6 = "fd99::77"        # nobody's address on the rig's link
 DEAD_QPN = 0x7777           # no QP of this number exists in guest 1
 MTU = 1024                  # the victim's path MTU
 CM_MODULES = ("rdma_ucm", "rdma_cm", "ib_cm", "iw_cm")
@@ -146,10 +147,10 @@ def completions(text):
     return re.findall(r"wc status=(\w+) opcode=(\w+)", text)
 
 
-def attack(g1, g0, mode, n=1, v=None, psn=None, src=None, extra="", interval=100):
+def attack(g1, g0, mode, n=1, v=None, psn=None, src=None, extra="", interval=100, v6=False):
     """sroce-pktgen in guest 1 against guest 0, aimed at victim v's QP."""
-    args = ["-i eth0 -d %s --dst-mac %s -m %s -n %d --interval-us %d" %
-            (g0.ip4, g0.mac, mode, n, interval)]
+    args = ["-i eth0 -d %s %s --dst-mac %s -m %s -n %d --interval-us %d" %
+            (g0.ip6 if v6 else g0.ip4, "-6" if v6 else "", g0.mac, mode, n, interval)]
     if v is not None:
         args.append("--qpn %d --rkey %d --va %d" % (v.qpn, v.rkey, v.va))
     if psn is not None:
@@ -214,13 +215,16 @@ def start(victims, *args, **kw):
 
 def test_a_uc_write_from_non_peer_address(net, victims):
     """UC WRITE ONLY with the victim's real QPN, PSN and rkey, from guest 1's
-    second address and from a spoofed one: nothing lands, rx_drop_peer counts both."""
+    second address, a spoofed IPv4 one and a spoofed IPv6 one (the QP's peer is
+    IPv4): nothing lands, rx_drop_peer counts all three."""
     g0, g1, alt, spoof = net
     c = Checks("UC WRITE ONLY from non-peer addresses")
     v = start(victims, g0, "a", "uc", g1.ip4, ["wait %s" % "/tmp/hv-a-go", "check", "state", "exit"])
     before = counters(g0)
     sent = attack(g1, g0, "uc_write", 1, v, v.rq_psn, src=alt, extra="--payload-len 256")
     sent += attack(g1, g0, "uc_write", 1, v, v.rq_psn + 1, src=spoof, extra="--payload-len 256")
+    sent += attack(g1, g0, "uc_write", 1, v, v.rq_psn + 2, src=SPOOF6, v6=True,
+                   extra="--payload-len 256 --va %d" % (v.va + 4096))   # its own bytes
     after = settle(g0)
     v.go()
     out = v.finish()
