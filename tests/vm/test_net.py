@@ -45,10 +45,15 @@ DROP_REASONS = ["trunc_ip", "ip_version", "ip_hdr_len", "ip_options", "ip_len", 
                 "align", "icrc"]
 TRANSPORT_COUNTERS = ["tx_packets", "tx_bytes", "tx_err", "retry", "seq_nak_rcvd",
                       "rnr_nak_rcvd", "seq_nak_sent", "rnr_nak_sent", "dup_req"]
+# transport drops: packets that passed the validator but that a QP (or the
+# GSI/UD path) refused; listed in hw_counters before the validator's reasons
+TRANSPORT_DROPS = ["rx_drop_peer", "rx_drop_pkey", "rx_drop_psn", "rx_drop_ud_len",
+                   "rx_drop_mtu", "rx_drop_uc"]
 ALL_COUNTERS = (["rx_packets", "rx_bytes", "rx_cnp", "rx_no_qp", "rx_drop_nomem"] +
-                TRANSPORT_COUNTERS + ["rx_stale"] +
+                TRANSPORT_COUNTERS + ["rx_stale"] + TRANSPORT_DROPS +
                 ["rx_drop_" + r for r in DROP_REASONS])
-# every packet the socket gets ends in exactly one of these (no QPs exist here)
+# every packet the socket gets ends in exactly one of these (no QPs exist here;
+# the transport drops are outcomes too)
 OUTCOMES = [c for c in ALL_COUNTERS
             if c not in ["rx_packets", "rx_bytes"] + TRANSPORT_COUNTERS]
 

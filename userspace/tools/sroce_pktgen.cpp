@@ -5,8 +5,15 @@
  * (include/sroce). Needs CAP_NET_RAW.
  *
  *   sroce-pktgen -i eth0 -d 10.99.0.1 [-6] [--dst-mac M] -m MODE[,MODE...]
- *                [-n N] [--qpn Q] [--seed S] [--interval-us U]
+ *                [-n N] [--qpn Q] [--seed S] [--interval-us U] [--src IP]
+ *                [--psn P] [--rkey K] [--va V] [--len L] [--payload-len N]
+ *                [--qkey Q] [--syndrome S] [--pkey P] [--sport P]
  *   sroce-pktgen --list
+ *
+ * The transport modes (uc_write ... live) aim at a live QP: --qpn, --psn,
+ * --rkey and --va are the victim's, --src may spoof the source address.
+ * Their payload bytes are all PAYLOAD_BYTE (0xa5), so a victim can count
+ * what landed in its memory.
  *
  * For each mode it prints "mode=NAME sent=N expect=COUNTER", COUNTER being
  * the sroce receive counter that the packets should land in on the peer, or
@@ -22,6 +29,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -49,6 +57,16 @@ struct Config {
 	uint32_t qpn = 0x11;
 	uint64_t seed = 1;
 	unsigned int interval_us = 100;
+	std::string src;		/* spoofed source address, "" = the interface's */
+	uint32_t psn = 0;
+	uint32_t rkey = 0;
+	uint64_t va = 0;
+	uint32_t len = 0;		/* RETH DMA length, 0 = the mode's default */
+	long payload_len = -1;		/* -1 = the mode's default */
+	uint32_t qkey = 0x80010000u;	/* the GSI Q_Key */
+	int syndrome = -1;		/* AETH syndrome, -1 = the mode's default */
+	uint16_t pkey = SROCE_PKEY_DEFAULT;
+	int sport = -1;			/* UDP source port, -1 = derived from the PSN */
 };
 
 struct Endpoint {
@@ -57,7 +75,12 @@ struct Endpoint {
 	uint8_t dst_mac[6] = {};
 	uint8_t src_ip[16] = {};
 	uint8_t dst_ip[16] = {};
+	uint16_t pkey = SROCE_PKEY_DEFAULT;
+	int sport = -1;
 };
+
+/* Every payload byte of the transport modes. */
+constexpr uint8_t PAYLOAD_BYTE = 0xa5;
 
 /* A packet under construction: IP header, UDP header, transport, ICRC. */
 struct Packet {
@@ -79,6 +102,9 @@ struct Packet {
 	std::fprintf(stderr, "sroce-pktgen: %s\n"
 		     "usage: sroce-pktgen -i IFACE -d DSTIP [-6] [--dst-mac MAC] -m MODE[,MODE..]\n"
 		     "                    [-n COUNT] [--qpn QPN] [--seed S] [--interval-us U]\n"
+		     "                    [--src IP] [--psn P] [--rkey K] [--va V] [--len L]\n"
+		     "                    [--payload-len N] [--qkey Q] [--syndrome S] [--pkey P]\n"
+		     "                    [--sport P]\n"
 		     "       sroce-pktgen --list\n", msg);
 	std::exit(2);
 }
@@ -162,13 +188,14 @@ Packet build(const Endpoint &ep, bool v6, uint8_t opcode, uint32_t qpn, size_t p
 		std::memcpy(ip + 16, ep.dst_ip, 4);
 	}
 	uint8_t *udp = ip + p.iph;
-	sroce_put_be16(udp, static_cast<uint16_t>(0xc000 | (psn & 0x3fff)));
+	sroce_put_be16(udp, static_cast<uint16_t>(ep.sport >= 0 ? ep.sport
+							  : 0xc000 | (psn & 0x3fff)));
 	sroce_put_be16(udp + 2, SROCE_UDP_PORT);
 
 	uint8_t bth[SROCE_BTH_LEN] = {};
 	sroce_bth_set_opcode(bth, opcode);
 	sroce_bth_set_pad(bth, pad);
-	sroce_put_be16(bth + 2, SROCE_PKEY_DEFAULT);
+	sroce_put_be16(bth + 2, ep.pkey);
 	sroce_bth_set_dqpn(bth, qpn);
 	sroce_bth_set_psn(bth, psn);
 	std::memcpy(udp + SROCE_UDP_HLEN, bth, std::min(tlen, sizeof(bth)));
@@ -191,6 +218,9 @@ struct Mode {
 	const char *expect;	/* counter on the receiver, "none": dropped by the stack */
 	const char *what;
 	std::function<Packet(const Endpoint &, const Config &, unsigned long i, std::mt19937_64 &)> make;
+	int opcode = -1;	/* transport modes: the opcode every packet has (-2: any valid one) */
+	/* packets the mode sends whatever -n says (rc_write_rest), nullptr: -n */
+	unsigned long (*fixed_count)(const Config &) = nullptr;
 };
 
 std::vector<uint8_t> opcodes_with(uint16_t want, uint16_t mask, size_t max)
@@ -217,6 +247,142 @@ Packet valid_packet(const Endpoint &ep, bool v6, uint32_t qpn, unsigned long i, 
 		return build(ep, v6, SROCE_OP_RC_SEND_LAST, qpn, (payload | 4) - 1 - (i % 3),
 			     static_cast<uint8_t>(1 + i % 3), i);
 	}
+}
+
+/* --------------------------------------------------------- transport modes */
+
+/* What the extension headers of a transport-mode packet carry. */
+struct Ext {
+	uint64_t va = 0;
+	uint32_t rkey = 0;
+	uint32_t len = 0;
+	uint8_t syndrome = SROCE_AETH_CREDITS_INVALID;
+	uint32_t qkey = 0;
+	uint32_t sqpn = SROCE_GSI_QPN;
+};
+
+/*
+ * A well-formed packet aimed at a live QP: opcode to qpn at psn, its
+ * extension headers from x, payload bytes all PAYLOAD_BYTE (padded to a
+ * multiple of 4), AckReq on requests, a valid ICRC.
+ */
+Packet transport(const Endpoint &ep, const Config &c, uint8_t opcode, uint32_t qpn,
+		 size_t payload, uint32_t psn, const Ext &x)
+{
+	const uint8_t pad = static_cast<uint8_t>((4 - payload % 4) % 4);
+	Packet p = build(ep, c.v6, opcode, qpn, payload, pad, psn);
+	const sroce_opcode_info *oi = sroce_opcode_lookup(opcode);
+	uint8_t *bth = &p.b[p.bth()];
+	int off;
+
+	if ((off = sroce_opcode_hdr_off(oi, SROCE_HDR_RETH)) >= 0) {
+		const sroce_reth r = {x.va, x.rkey, x.len};
+		sroce_reth_encode(bth + off, &r);
+	}
+	if ((off = sroce_opcode_hdr_off(oi, SROCE_HDR_AETH)) >= 0) {
+		const sroce_aeth a = {x.syndrome, psn & SROCE_MSN_MASK};
+		sroce_aeth_encode(bth + off, &a);
+	}
+	if ((off = sroce_opcode_hdr_off(oi, SROCE_HDR_DETH)) >= 0) {
+		const sroce_deth d = {x.qkey, x.sqpn};
+		sroce_deth_encode(bth + off, &d);
+	}
+	if ((off = sroce_opcode_hdr_off(oi, SROCE_HDR_ATOMICETH)) >= 0) {
+		const sroce_atomiceth a = {x.va & ~uint64_t(7), x.rkey, 1, 0};
+		sroce_atomiceth_encode(bth + off, &a);
+	}
+	if ((off = sroce_opcode_hdr_off(oi, SROCE_HDR_IETH)) >= 0)
+		sroce_ieth_set_rkey(bth + off, x.rkey);
+	sroce_bth_set_ackreq(bth, (oi->flags & SROCE_OPF_REQUEST) && (oi->flags & SROCE_OPF_END));
+	std::fill_n(p.b.begin() + p.bth() + oi->hdr_len, payload, PAYLOAD_BYTE);
+	fix_icrc(p);
+	return p;
+}
+
+size_t payload_or(const Config &c, size_t dflt)
+{
+	return c.payload_len >= 0 ? static_cast<size_t>(c.payload_len) : dflt;
+}
+
+/* The RETH fields from the command line; DMA length defaults to dflt_len. */
+Ext reth_ext(const Config &c, uint32_t dflt_len)
+{
+	Ext x;
+	x.va = c.va;
+	x.rkey = c.rkey;
+	x.len = c.len ? c.len : dflt_len;
+	return x;
+}
+
+Ext aeth_ext(uint8_t syndrome)
+{
+	Ext x;
+	x.syndrome = syndrome;
+	return x;
+}
+
+/* rc_write_rest: the MIDDLE/LAST packets after one FIRST of --payload-len bytes. */
+constexpr size_t WRITE_PMTU = 1024;
+
+unsigned long write_rest_count(const Config &c)
+{
+	const size_t pmtu = payload_or(c, WRITE_PMTU);
+	const size_t len = c.len ? c.len : 4 * pmtu;
+	const size_t total = pmtu ? (len + pmtu - 1) / pmtu : 0;
+	return total > 1 ? total - 1 : 0;
+}
+
+/* live: the opcodes a live RC/UC QP may be sent, requests and responses. */
+const std::vector<uint8_t> &live_opcodes()
+{
+	static const std::vector<uint8_t> ops = [] {
+		std::vector<uint8_t> v;
+		for (unsigned int op = 0; op < 0x40; op++) {
+			const uint16_t f = sroce_opcode_lookup(static_cast<uint8_t>(op))->flags;
+			if ((f & SROCE_OPF_KNOWN) && (f & SROCE_OPF_SUPPORTED) &&
+			    (f & (SROCE_OPF_REQUEST | SROCE_OPF_RESPONSE)))
+				v.push_back(static_cast<uint8_t>(op));
+		}
+		return v;
+	}();
+	return ops;
+}
+
+Packet live_packet(const Endpoint &ep, const Config &c, std::mt19937_64 &rng)
+{
+	static const uint8_t syndromes[] = {0x1f, 0x00, 0x0a, 0x20, 0x2e, 0x60, 0x61, 0x62, 0x63};
+	const auto &ops = live_opcodes();
+	const uint8_t op = ops[rng() % ops.size()];
+	const sroce_opcode_info *oi = sroce_opcode_lookup(op);
+	const uint32_t span = c.len ? c.len : 65536;
+	Ext x;
+
+	x.rkey = rng() % 4 ? c.rkey : static_cast<uint32_t>(rng());
+	switch (rng() % 4) {
+	case 0:
+		x.va = rng();
+		break;
+	case 1:
+		x.va = c.va + span - rng() % 2048;	/* across the end */
+		break;
+	case 2:
+		x.va = c.va - rng() % 2048;		/* before the start */
+		break;
+	default:
+		x.va = c.va + rng() % span;
+		break;
+	}
+	x.len = rng() % 2 ? static_cast<uint32_t>(rng() % (2 * span)) : span;
+	x.syndrome = syndromes[rng() % sizeof(syndromes)];
+	x.qkey = c.qkey;
+	size_t payload = 0;
+	if (oi->flags & SROCE_OPF_PAYLOAD) {
+		payload = 4 * (rng() % (payload_or(c, WRITE_PMTU) / 4 + 1));
+		if ((oi->flags & SROCE_OPF_END) && payload >= 4 && rng() % 2)
+			payload -= 1 + rng() % 3;	/* a pad count on LAST/ONLY only */
+	}
+	const uint32_t psn = (c.psn + static_cast<uint32_t>(rng() % 17) - 8) & SROCE_PSN_MASK;
+	return transport(ep, c, op, c.qpn, payload, psn, x);
 }
 
 std::vector<Mode> modes()
@@ -358,6 +524,95 @@ std::vector<Mode> modes()
 				     fix_icrc(p);
 			     return p;
 		     }});
+
+	/* ---- transport modes: well-formed packets at a live QP (--qpn/--psn/--rkey/--va) */
+	m.push_back({"uc_write", "transport", "UC RDMA WRITE ONLY, RETH --va/--rkey/--len, PSN --psn + i",
+		     [](const Endpoint &ep, const Config &c, unsigned long i, std::mt19937_64 &) {
+			     const size_t n = payload_or(c, 64);
+			     return transport(ep, c, SROCE_OP_UC_RDMA_WRITE_ONLY, c.qpn, n,
+					      c.psn + static_cast<uint32_t>(i),
+					      reth_ext(c, static_cast<uint32_t>(n)));
+		     }, SROCE_OP_UC_RDMA_WRITE_ONLY});
+	m.push_back({"rc_write_only", "transport", "RC RDMA WRITE ONLY, RETH --va/--rkey/--len, PSN --psn + i",
+		     [](const Endpoint &ep, const Config &c, unsigned long i, std::mt19937_64 &) {
+			     const size_t n = payload_or(c, 64);
+			     return transport(ep, c, SROCE_OP_RC_RDMA_WRITE_ONLY, c.qpn, n,
+					      c.psn + static_cast<uint32_t>(i),
+					      reth_ext(c, static_cast<uint32_t>(n)));
+		     }, SROCE_OP_RC_RDMA_WRITE_ONLY});
+	m.push_back({"rc_send_only", "transport", "RC SEND ONLY of --payload-len bytes, PSN --psn + i",
+		     [](const Endpoint &ep, const Config &c, unsigned long i, std::mt19937_64 &) {
+			     return transport(ep, c, SROCE_OP_RC_SEND_ONLY, c.qpn, payload_or(c, 64),
+					      c.psn + static_cast<uint32_t>(i), Ext());
+		     }, SROCE_OP_RC_SEND_ONLY});
+	m.push_back({"rc_write_first", "transport",
+		     "RC RDMA WRITE FIRST, RETH length --len, one path MTU (--payload-len) of payload",
+		     [](const Endpoint &ep, const Config &c, unsigned long i, std::mt19937_64 &) {
+			     const size_t n = payload_or(c, WRITE_PMTU);
+			     return transport(ep, c, SROCE_OP_RC_RDMA_WRITE_FIRST, c.qpn, n,
+					      c.psn + static_cast<uint32_t>(i),
+					      reth_ext(c, static_cast<uint32_t>(4 * n)));
+		     }, SROCE_OP_RC_RDMA_WRITE_FIRST});
+	m.push_back({"rc_write_rest", "transport",
+		     "RC RDMA WRITE MIDDLE..LAST from --psn finishing a --len message (ignores -n)",
+		     [](const Endpoint &ep, const Config &c, unsigned long i, std::mt19937_64 &) {
+			     const size_t pmtu = payload_or(c, WRITE_PMTU);
+			     const size_t len = c.len ? c.len : 4 * pmtu;
+			     const unsigned long rest = write_rest_count(c);
+			     if (rest)
+				     i %= rest;	/* the selftest asks for more */
+			     const bool last = i + 1 >= rest;
+			     const size_t n = last ? len - std::min(len, (i + 1) * pmtu) : pmtu;
+			     return transport(ep, c, last ? SROCE_OP_RC_RDMA_WRITE_LAST
+							  : SROCE_OP_RC_RDMA_WRITE_MIDDLE,
+					      c.qpn, n, c.psn + static_cast<uint32_t>(i), Ext());
+		     }, -2, write_rest_count});
+	m.push_back({"ack", "transport", "RC ACKNOWLEDGE at --psn + i, AETH --syndrome (0x1f)",
+		     [](const Endpoint &ep, const Config &c, unsigned long i, std::mt19937_64 &) {
+			     const uint8_t syn = static_cast<uint8_t>(c.syndrome >= 0 ? c.syndrome : 0x1f);
+			     return transport(ep, c, SROCE_OP_RC_ACKNOWLEDGE, c.qpn, 0,
+					      c.psn + static_cast<uint32_t>(i), aeth_ext(syn));
+		     }, SROCE_OP_RC_ACKNOWLEDGE});
+	m.push_back({"nak_seq", "transport", "RC NAK PSN sequence error (0x60) at --psn + i",
+		     [](const Endpoint &ep, const Config &c, unsigned long i, std::mt19937_64 &) {
+			     return transport(ep, c, SROCE_OP_RC_ACKNOWLEDGE, c.qpn, 0,
+					      c.psn + static_cast<uint32_t>(i), aeth_ext(0x60));
+		     }, SROCE_OP_RC_ACKNOWLEDGE});
+	m.push_back({"nak_access", "transport", "RC NAK remote access error (0x62) at --psn + i",
+		     [](const Endpoint &ep, const Config &c, unsigned long i, std::mt19937_64 &) {
+			     return transport(ep, c, SROCE_OP_RC_ACKNOWLEDGE, c.qpn, 0,
+					      c.psn + static_cast<uint32_t>(i), aeth_ext(0x62));
+		     }, SROCE_OP_RC_ACKNOWLEDGE});
+	m.push_back({"rnr", "transport", "RC RNR NAK (0x20 | timer, timer = --syndrome & 0x1f, 1)",
+		     [](const Endpoint &ep, const Config &c, unsigned long i, std::mt19937_64 &) {
+			     const uint8_t t = static_cast<uint8_t>(c.syndrome >= 0 ? c.syndrome & 0x1f : 1);
+			     return transport(ep, c, SROCE_OP_RC_ACKNOWLEDGE, c.qpn, 0,
+					      c.psn + static_cast<uint32_t>(i), aeth_ext(0x20 | t));
+		     }, SROCE_OP_RC_ACKNOWLEDGE});
+	m.push_back({"gsi_flood", "transport", "UD SEND ONLY to QP 1, DETH --qkey (0x80010000), src QP 1",
+		     [](const Endpoint &ep, const Config &c, unsigned long i, std::mt19937_64 &) {
+			     Ext x;
+			     x.qkey = c.qkey;
+			     return transport(ep, c, SROCE_OP_UD_SEND_ONLY, SROCE_GSI_QPN,
+					      payload_or(c, 300), c.psn + static_cast<uint32_t>(i), x);
+		     }, SROCE_OP_UD_SEND_ONLY});
+	m.push_back({"read_resp_long", "transport",
+		     "RC READ RESPONSE ONLY at --psn + i, --payload-len (1024) bytes",
+		     [](const Endpoint &ep, const Config &c, unsigned long i, std::mt19937_64 &) {
+			     return transport(ep, c, SROCE_OP_RC_RDMA_READ_RESPONSE_ONLY, c.qpn,
+					      payload_or(c, WRITE_PMTU), c.psn + static_cast<uint32_t>(i),
+					      aeth_ext(0x1f));
+		     }, SROCE_OP_RC_RDMA_READ_RESPONSE_ONLY});
+	m.push_back({"read_req", "transport", "RC RDMA READ request, RETH --va/--rkey/--len (64)",
+		     [](const Endpoint &ep, const Config &c, unsigned long i, std::mt19937_64 &) {
+			     return transport(ep, c, SROCE_OP_RC_RDMA_READ_REQUEST, c.qpn, 0,
+					      c.psn + static_cast<uint32_t>(i), reth_ext(c, 64));
+		     }, SROCE_OP_RC_RDMA_READ_REQUEST});
+	m.push_back({"live", "transport",
+		     "random RC/UC requests and responses at --qpn, PSN --psn +-8 (--seed)",
+		     [](const Endpoint &ep, const Config &c, unsigned long, std::mt19937_64 &rng) {
+			     return live_packet(ep, c, rng);
+		     }, -2});
 	return m;
 }
 
@@ -435,8 +690,15 @@ Endpoint setup(const Config &c)
 		}
 	}
 	freeifaddrs(ifa);
+	if (!c.src.empty()) {
+		if (inet_pton(c.v6 ? AF_INET6 : AF_INET, c.src.c_str(), ep.src_ip) != 1)
+			usage("bad --src address (it must be of the -d family)");
+		found = true;
+	}
 	if (!found)
 		usage("no source address of that family on the interface");
+	ep.pkey = c.pkey;
+	ep.sport = c.sport;
 
 	if (!c.dst_mac.empty()) {
 		if (!parse_mac(c.dst_mac, ep.dst_mac))
@@ -445,6 +707,37 @@ Endpoint setup(const Config &c)
 		usage("cannot resolve the destination MAC (give --dst-mac)");
 	}
 	return ep;
+}
+
+/* A transport mode's packets parse cleanly and carry the mode's opcode. */
+int selftest_transport(const Endpoint &ep, const Config &c, const Mode &m, int v6,
+		       std::mt19937_64 &rng)
+{
+	int bad = 0;
+
+	for (unsigned long k = 0; k < 40; k++) {
+		Packet p = m.make(ep, c, k, rng);
+		sroce_pkt pkt;
+		auto err = sroce_parse_ip(p.b.data(), p.b.size(), 0, &pkt);
+		const int want = m.opcode >= 0 ? m.opcode : p.b[p.bth()];
+		if (err || pkt.opcode != want) {
+			std::printf("selftest v%d %s #%lu: got %s opcode 0x%02x, want 0x%02x\n",
+				    v6 ? 6 : 4, m.name, k, err ? sroce_wire_err_name(err) : "ok",
+				    pkt.opcode, want);
+			bad++;
+		}
+	}
+	return bad;
+}
+
+uint64_t num(const std::string &s, uint64_t max)
+{
+	char *end = nullptr;
+	errno = 0;
+	const unsigned long long v = std::strtoull(s.c_str(), &end, 0);
+	if (s.empty() || *end || errno || v > max)
+		usage(("bad number " + s).c_str());
+	return v;
 }
 
 } // namespace
@@ -470,6 +763,10 @@ int main(int argc, char **argv)
 				ep.src_ip[0] = ep.dst_ip[0] = 10;
 				std::mt19937_64 rng(1);
 				for (const auto &m : all) {
+					if (m.opcode != -1) {
+						bad += selftest_transport(ep, c, m, v6, rng);
+						continue;
+					}
 					std::string exp = m.expect;
 					if (exp == "none" || exp == "any" || (v6 && exp == "rx_drop_ip_options") ||
 					    (!v6 && exp == "rx_drop_ip_proto"))
@@ -519,6 +816,26 @@ int main(int argc, char **argv)
 			c.qpn = static_cast<uint32_t>(std::strtoul(val().c_str(), nullptr, 0));
 		} else if (a == "--seed") {
 			c.seed = std::strtoull(val().c_str(), nullptr, 0);
+		} else if (a == "--src") {
+			c.src = val();
+		} else if (a == "--psn") {
+			c.psn = static_cast<uint32_t>(num(val(), SROCE_PSN_MASK));
+		} else if (a == "--rkey") {
+			c.rkey = static_cast<uint32_t>(num(val(), UINT32_MAX));
+		} else if (a == "--va") {
+			c.va = num(val(), UINT64_MAX);
+		} else if (a == "--len") {
+			c.len = static_cast<uint32_t>(num(val(), UINT32_MAX));
+		} else if (a == "--payload-len") {
+			c.payload_len = static_cast<long>(num(val(), 8192));
+		} else if (a == "--qkey") {
+			c.qkey = static_cast<uint32_t>(num(val(), UINT32_MAX));
+		} else if (a == "--syndrome") {
+			c.syndrome = static_cast<int>(num(val(), 0xff));
+		} else if (a == "--pkey") {
+			c.pkey = static_cast<uint16_t>(num(val(), 0xffff));
+		} else if (a == "--sport") {
+			c.sport = static_cast<int>(num(val(), 0xffff));
 		} else if (a == "--interval-us") {
 			c.interval_us = static_cast<unsigned int>(std::strtoul(val().c_str(), nullptr, 0));
 		} else {
@@ -558,7 +875,8 @@ int main(int argc, char **argv)
 	std::mt19937_64 rng(c.seed);
 	for (const Mode *m : sel) {
 		unsigned long sent = 0;
-		for (unsigned long i = 0; i < c.count; i++) {
+		const unsigned long count = m->fixed_count ? m->fixed_count(c) : c.count;
+		for (unsigned long i = 0; i < count; i++) {
 			Packet p = m->make(ep, c, i, rng);
 			Bytes frame(14);
 			std::memcpy(&frame[0], ep.dst_mac, 6);
@@ -582,7 +900,9 @@ int main(int argc, char **argv)
 			if (c.interval_us)
 				usleep(c.interval_us);
 		}
-		std::printf("mode=%s sent=%lu expect=%s\n", m->name, sent, m->expect);
+		std::printf("mode=%s sent=%lu expect=%s qpn=0x%x psn=0x%x\n", m->name, sent,
+			    m->expect, m->name == std::string_view("gsi_flood") ? SROCE_GSI_QPN : c.qpn,
+			    c.psn);
 		std::fflush(stdout);
 	}
 	close(fd);

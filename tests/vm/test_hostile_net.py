@@ -1,0 +1,556 @@
+# SPDX-License-Identifier: GPL-2.0
+"""A hostile network and a hostile peer against live QPs (issue "Harden the transport").
+
+sroce0 lives in guest 0 on eth0. Each test starts sroce-victim there: one RC or
+UC QP "connected" to guest 1's address and a QPN nobody owns (guest 1 runs no
+RDMA device unless a test says so), with a 64 KiB MR between two unregistered
+guard areas, every byte patterned. Guest 1 then plays the network (spoofed or
+second source addresses: NET cases) or the peer itself (PEER cases) with
+sroce-pktgen's transport modes, which know the victim's QPN, PSNs, rkey and
+va. Afterwards the victim's own "check" says which bytes changed, the port's
+hw_counters say where the packets went, and the guest console must be clean
+(conftest). Every wait is bounded: a hang fails a test, it never stalls it.
+
+The transport drop counters (rx_drop_peer, rx_drop_pkey, rx_drop_psn,
+rx_drop_ud_len, rx_drop_mtu, rx_drop_uc) are read with a default of 0, so on
+a kernel without them the tests fail on the behaviour they check, not on a
+missing file. The dereg tests (f, g) come last: on a kernel where dereg waits
+for a message the peer never finishes, they unblock it by finishing the
+message themselves.
+"""
+import json
+import re
+import time
+
+import pytest
+
+from conftest import TOOLS, add_link, client_server, unload_all_rdma_links, wait_for
+
+PKTGEN = TOOLS + "/sroce-pktgen"
+VICTIM = TOOLS + "/sroce-victim"
+RDMA_TEST = TOOLS + "/sroce-rdma-test"
+HW = "/sys/class/infiniband/sroce0/ports/1/hw_counters"
+SPOOF6 = "fd99::77"        # nobody's address on the rig's link
+DEAD_QPN = 0x7777           # no QP of this number exists in guest 1
+MTU = 1024                  # the victim's path MTU
+CM_MODULES = ("rdma_ucm", "rdma_cm", "ib_cm", "iw_cm")
+RPING_PORT = 7175
+
+
+# ------------------------------------------------------------ helpers
+
+def counters(g):
+    out = g.run("grep -H . %s/* 2>/dev/null" % HW, timeout=30).out
+    res = {}
+    for line in out.splitlines():
+        path, val = line.rsplit(":", 1)
+        try:
+            res[path.rsplit("/", 1)[1]] = int(val)
+        except ValueError:
+            pass
+    return res
+
+
+def grew(before, after, name):
+    """How much counter name grew (0 if the kernel does not have it)."""
+    return after.get(name, 0) - before.get(name, 0)
+
+
+class Checks:
+    """Expectations collected so that one run shows every way a case fails."""
+
+    def __init__(self, what):
+        self.what, self.bad, self.notes = what, [], []
+
+    def expect(self, ok, msg):
+        if not ok:
+            self.bad.append(msg)
+
+    def note(self, msg):
+        self.notes.append(msg)
+
+    def done(self):
+        print("%s:\n  %s" % (self.what, "\n  ".join(self.notes)))   # shown by pytest -rP
+        if self.bad:
+            pytest.fail("%s:\n  FAILED: %s\n  evidence:\n    %s" % (
+                self.what, "\n  FAILED: ".join(self.bad), "\n    ".join(self.notes)))
+
+
+class Victim:
+    """sroce-victim in guest g, its output in a file (the agent only returns a
+    background command's output once it has ended)."""
+
+    def __init__(self, g, tag, qp_type, remote_ip, cmds, remote_qpn=DEAD_QPN, extra=""):
+        self.g, self.tag = g, tag
+        self.out = "/tmp/hv-%s.out" % tag
+        g.run("rm -f /tmp/hv-%s*" % tag)
+        cmd = "%s -d sroce0 --type %s --remote-ip %s --remote-qpn %d %s --cmd '%s' >%s 2>&1" % (
+            VICTIM, qp_type, remote_ip, remote_qpn, extra, "; ".join(cmds), self.out)
+        self.proc = g.spawn(cmd)
+        self.info = wait_for(self._info, timeout=60, what="victim %s to start" % tag)
+        for k in ("qpn", "rq_psn", "sq_psn", "rkey", "va", "len"):
+            setattr(self, k, self.info[k])
+
+    def _info(self):
+        text = self.text()
+        first = text.splitlines()[0] if text.strip() else ""
+        if first.startswith("{"):
+            return json.loads(first)
+        if self.proc.poll() is not None:
+            raise AssertionError("victim %s exited before it was ready: %s" % (self.tag, text))
+        return None
+
+    def text(self):
+        return self.g.run("cat %s 2>/dev/null" % self.out, timeout=30).out
+
+    def file(self, name):
+        return "/tmp/hv-%s-%s" % (self.tag, name)
+
+    def go(self, name="go"):
+        self.g.check("touch %s" % self.file(name), timeout=30)
+
+    def wait_file(self, name, timeout=30):
+        wait_for(lambda: self.g.run("test -e %s" % self.file(name), timeout=30).ok,
+                 timeout=timeout, what="victim %s to reach %s" % (self.tag, name))
+
+    def wait_line(self, pattern, timeout):
+        """The victim's output once it contains pattern, or None after timeout s."""
+        end = time.time() + timeout
+        while time.time() < end:
+            t = self.text()
+            if re.search(pattern, t):
+                return t
+            time.sleep(0.5)
+        return None
+
+    def finish(self, timeout=30):
+        """Wait for the victim to end (killed after timeout s); its whole output."""
+        r = self.proc.wait(timeout)
+        return self.text() + ("\n[victim killed after %d s]" % timeout if r.timeout else "")
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def values(text, key):
+    """Every value of key=N in text, in order."""
+    return [int(v) for v in re.findall(r"\b%s=(-?\d+)" % re.escape(key), text)]
+
+
+def states(text):
+    return re.findall(r"qp_state=(\w+)", text)
+
+
+def completions(text):
+    return re.findall(r"wc status=(\w+) opcode=(\w+)", text)
+
+
+def attack(g1, g0, mode, n=1, v=None, psn=None, src=None, extra="", interval=100, v6=False):
+    """sroce-pktgen in guest 1 against guest 0, aimed at victim v's QP."""
+    args = ["-i eth0 -d %s %s --dst-mac %s -m %s -n %d --interval-us %d" %
+            (g0.ip6 if v6 else g0.ip4, "-6" if v6 else "", g0.mac, mode, n, interval)]
+    if v is not None:
+        args.append("--qpn %d --rkey %d --va %d" % (v.qpn, v.rkey, v.va))
+    if psn is not None:
+        args.append("--psn %d" % psn)
+    if src:
+        args.append("--src %s" % src)
+    r = g1.run("%s %s %s" % (PKTGEN, " ".join(args), extra), timeout=120)
+    assert r.ok, r
+    m = re.search(r"mode=%s sent=(\d+)" % mode, r.out)
+    assert m, r
+    return int(m.group(1))
+
+
+def settle(g, seconds=1.0):
+    time.sleep(seconds)
+    return counters(g)
+
+
+def loopback_ok(g, checks):
+    """Legitimate traffic still works: one loopback RC WRITE case in guest g."""
+    r = g.run("timeout -s KILL 90 %s -d sroce0 --case rc_write --timeout 20 --budget 60" %
+              RDMA_TEST, timeout=120)
+    checks.note("loopback rc_write: rc=%d %s" % (r.rc, (r.out + r.err).strip()[-300:]))
+    checks.expect(r.ok, "loopback sroce-rdma-test --case rc_write failed afterwards (rc=%d)" % r.rc)
+
+
+# ------------------------------------------------------------ fixtures
+
+@pytest.fixture(scope="module")
+def net(rig):
+    """sroce0 in guest 0; guest 1 without RDMA, with a second IPv4 address."""
+    g0, g1 = rig[0], rig[1]
+    for g in (g0, g1):
+        unload_all_rdma_links(g)
+    add_link(g0)
+    prefix = g1.ip4.rsplit(".", 1)[0]
+    alt, spoof = prefix + ".102", prefix + ".77"
+    g1.check("ip addr add %s/24 dev eth0" % alt)
+    yield g0, g1, alt, spoof
+    g1.run("ip addr del %s/24 dev eth0; true" % alt)
+    for g in (g0, g1):
+        g.run("modprobe -r %s 2>/dev/null; true" % " ".join(CM_MODULES), timeout=60)
+        unload_all_rdma_links(g)
+
+
+@pytest.fixture
+def victims():
+    """Victims a test started; any still running afterwards are killed."""
+    started = []
+    yield started
+    for v in started:
+        v.kill()
+
+
+def start(victims, *args, **kw):
+    v = Victim(*args, **kw)
+    victims.append(v)
+    return v
+
+
+# ------------------------------------------------------------ NET: off-path attackers
+
+def test_a_uc_write_from_non_peer_address(net, victims):
+    """UC WRITE ONLY with the victim's real QPN, PSN and rkey, from guest 1's
+    second address, a spoofed IPv4 one and a spoofed IPv6 one (the QP's peer is
+    IPv4): nothing lands, rx_drop_peer counts all three."""
+    g0, g1, alt, spoof = net
+    c = Checks("UC WRITE ONLY from non-peer addresses")
+    v = start(victims, g0, "a", "uc", g1.ip4, ["wait %s" % "/tmp/hv-a-go", "check", "state", "exit"])
+    before = counters(g0)
+    sent = attack(g1, g0, "uc_write", 1, v, v.rq_psn, src=alt, extra="--payload-len 256")
+    sent += attack(g1, g0, "uc_write", 1, v, v.rq_psn + 1, src=spoof, extra="--payload-len 256")
+    sent += attack(g1, g0, "uc_write", 1, v, v.rq_psn + 2, src=SPOOF6, v6=True,
+                   extra="--payload-len 256 --va %d" % (v.va + 4096))   # its own bytes
+    after = settle(g0)
+    v.go()
+    out = v.finish()
+    c.note(out.strip())
+    c.expect(values(out, "mr_changed") == [0], "victim MR written: %s" % values(out, "mr_changed"))
+    c.expect(values(out, "guard_changed") == [0], "guard written: %s" % values(out, "guard_changed"))
+    c.expect(grew(before, after, "rx_drop_peer") == sent,
+             "rx_drop_peer grew by %d, not %d" % (grew(before, after, "rx_drop_peer"), sent))
+    c.done()
+
+
+def test_b_rc_write_from_non_peer_address(net, victims):
+    """RC WRITE ONLY with the victim's real QPN/PSN/rkey from non-peer addresses:
+    MR unchanged, rx_drop_peer counts them, the QP stays in RTS."""
+    g0, g1, alt, spoof = net
+    c = Checks("RC WRITE ONLY from non-peer addresses")
+    v = start(victims, g0, "b", "rc", g1.ip4, ["wait /tmp/hv-b-go", "check", "state", "exit"])
+    before = counters(g0)
+    sent = attack(g1, g0, "rc_write_only", 1, v, v.rq_psn, src=alt, extra="--payload-len 256")
+    sent += attack(g1, g0, "rc_write_only", 1, v, v.rq_psn + 1, src=spoof,
+                   extra="--payload-len 256")
+    after = settle(g0)
+    v.go()
+    out = v.finish()
+    c.note(out.strip())
+    c.expect(values(out, "mr_changed") == [0], "victim MR written: %s" % values(out, "mr_changed"))
+    c.expect(values(out, "guard_changed") == [0], "guard written")
+    c.expect(states(out) == ["RTS"], "QP state %s, not RTS" % states(out))
+    c.expect(grew(before, after, "rx_drop_peer") == sent,
+             "rx_drop_peer grew by %d, not %d" % (grew(before, after, "rx_drop_peer"), sent))
+    c.done()
+
+
+def test_c_wrong_pkey_from_peer(net, victims):
+    """RC WRITE ONLY from the peer's address with BTH P_Key 0x1234: dropped,
+    rx_drop_pkey counts it, MR unchanged."""
+    g0, g1, _, _ = net
+    c = Checks("wrong BTH P_Key")
+    v = start(victims, g0, "c", "rc", g1.ip4, ["wait /tmp/hv-c-go", "check", "state", "exit"])
+    before = counters(g0)
+    sent = attack(g1, g0, "rc_write_only", 2, v, v.rq_psn, extra="--pkey 0x1234 --payload-len 128")
+    after = settle(g0)
+    v.go()
+    out = v.finish()
+    c.note(out.strip())
+    c.expect(values(out, "mr_changed") == [0], "victim MR written: %s" % values(out, "mr_changed"))
+    c.expect(grew(before, after, "rx_drop_pkey") == sent,
+             "rx_drop_pkey grew by %d, not %d" % (grew(before, after, "rx_drop_pkey"), sent))
+    c.done()
+
+
+# victim of the ACK/NAK cases: 4 SENDs to a peer that never answers; 1 s ACK
+# timeout x 8 tries, so nothing completes by itself within the test's window
+SENDER = ["send 4", "touch /tmp/hv-%s-sent", "wait /tmp/hv-%s-go"]
+
+
+def sender(victims, g0, g1, tag, tail):
+    cmds = [c % tag if "%s" in c else c for c in SENDER] + tail
+    v = start(victims, g0, tag, "rc", g1.ip4, cmds, extra="--timeout 18 --retry 7")
+    v.wait_file("sent")
+    return v
+
+
+def test_d1_spoofed_ack_from_non_peer(net, victims):
+    """An ACK for the victim's outstanding SENDs from a non-peer address must
+    not complete them; rx_drop_peer counts it."""
+    g0, g1, alt, _ = net
+    c = Checks("spoofed ACK from a non-peer address")
+    v = sender(victims, g0, g1, "d1", ["poll 2000", "state", "exit"])
+    before = counters(g0)
+    sent = attack(g1, g0, "ack", 1, v, v.sq_psn + 3, src=alt)
+    after = settle(g0, 0.5)
+    v.go()
+    out = v.finish()
+    c.note(out.strip())
+    ok = [w for w in completions(out) if w[0] == "IBV_WC_SUCCESS"]
+    c.expect(not ok, "%d SENDs completed successfully on a spoofed ACK" % len(ok))
+    c.expect(grew(before, after, "rx_drop_peer") == sent,
+             "rx_drop_peer grew by %d, not %d" % (grew(before, after, "rx_drop_peer"), sent))
+    c.done()
+
+
+def test_d2_spoofed_nak_from_non_peer(net, victims):
+    """A remote-access NAK from a non-peer address must not move the QP to ERR."""
+    g0, g1, alt, _ = net
+    c = Checks("spoofed NAK from a non-peer address")
+    v = sender(victims, g0, g1, "d2", ["sleep 300", "state", "poll 300", "exit"])
+    before = counters(g0)
+    sent = attack(g1, g0, "nak_access", 1, v, v.sq_psn, src=alt)
+    after = settle(g0, 0.5)
+    v.go()
+    out = v.finish()
+    c.note(out.strip())
+    c.expect(states(out) == ["RTS"], "QP state after the spoofed NAK: %s, not RTS" % states(out))
+    bad = [w for w in completions(out) if w[0] == "IBV_WC_REM_ACCESS_ERR"]
+    c.expect(not bad, "a SEND failed with REM_ACCESS_ERR on the spoofed NAK")
+    c.expect(grew(before, after, "rx_drop_peer") == sent,
+             "rx_drop_peer grew by %d, not %d" % (grew(before, after, "rx_drop_peer"), sent))
+    c.done()
+
+
+def test_d3_ack_beyond_sent_psn_from_peer(net, victims):
+    """An ACK from the peer's own address for a PSN never sent (sq_psn + 1000)
+    completes nothing; rx_drop_psn counts it."""
+    g0, g1, _, _ = net
+    c = Checks("ACK for a PSN beyond anything sent")
+    v = sender(victims, g0, g1, "d3", ["poll 2000", "state", "exit"])
+    before = counters(g0)
+    sent = attack(g1, g0, "ack", 1, v, v.sq_psn + 1000)
+    after = settle(g0, 0.5)
+    v.go()
+    out = v.finish()
+    c.note(out.strip())
+    ok = [w for w in completions(out) if w[0] == "IBV_WC_SUCCESS"]
+    c.expect(not ok, "%d SENDs completed successfully on an ACK beyond the sent PSNs" % len(ok))
+    c.expect(grew(before, after, "rx_drop_psn") >= sent,
+             "rx_drop_psn grew by %d, not %d" % (grew(before, after, "rx_drop_psn"), sent))
+    c.done()
+
+
+# ------------------------------------------------------------ PEER: a hostile peer
+
+def test_h_uc_bad_rkey_then_valid_write(net, victims):
+    """UC WRITE ONLY with a bad rkey from the peer: the UC QP stays in RTS,
+    rx_drop_uc counts it, and the next valid UC WRITE (next PSN) lands."""
+    g0, g1, _, _ = net
+    c = Checks("UC WRITE with a bad rkey, then a valid one")
+    v = start(victims, g0, "h", "uc", g1.ip4,
+              ["wait /tmp/hv-h-go", "state", "check", "touch /tmp/hv-h-checked",
+               "wait /tmp/hv-h-go2", "check", "state", "exit"])
+    before = counters(g0)
+    sent = attack(g1, g0, "uc_write", 1, v, v.rq_psn,
+                  extra="--rkey %d --payload-len 256" % (v.rkey ^ 0x5a5a00))
+    after = settle(g0)
+    v.go()
+    v.wait_file("checked")
+    attack(g1, g0, "uc_write", 1, v, v.rq_psn + 1, extra="--payload-len 256")
+    time.sleep(1)
+    v.go("go2")
+    out = v.finish()
+    c.note(out.strip())
+    c.expect(states(out)[:1] == ["RTS"], "UC QP state after a bad rkey: %s" % states(out)[:1])
+    c.expect(values(out, "mr_changed")[:1] == [0], "MR written by a bad-rkey WRITE")
+    landed = values(out, "mr_pattern_bytes")[1:2]
+    c.expect(landed and landed[0] > 0, "the valid UC WRITE after the bad one did not land (%s)"
+             % landed)
+    c.expect(grew(before, after, "rx_drop_uc") == sent,
+             "rx_drop_uc grew by %d, not %d" % (grew(before, after, "rx_drop_uc"), sent))
+    c.done()
+
+
+def test_i_read_response_longer_than_asked(net, victims):
+    """A 1024-byte READ RESPONSE ONLY to a 64-byte RDMA READ: the READ
+    completes in error and nothing beyond the 64 bytes asked for is written."""
+    g0, g1, _, _ = net
+    c = Checks("READ response longer than the READ")
+    v = start(victims, g0, "i", "rc", g1.ip4,
+              ["read 64", "touch /tmp/hv-i-sent", "wait /tmp/hv-i-go", "poll 10000", "check",
+               "state", "exit"],
+              extra="--timeout 18 --retry 7 --remote-va 0x10000 --remote-rkey 0x1234")
+    v.wait_file("sent")
+    attack(g1, g0, "read_resp_long", 1, v, v.sq_psn, extra="--payload-len 1024")
+    v.go()
+    out = v.finish(60)
+    c.note(out.strip())
+    wcs = completions(out)
+    c.expect(wcs and all(w[0] != "IBV_WC_SUCCESS" for w in wcs),
+             "the READ did not complete in error: %s" % wcs)
+    changed = values(out, "mr_changed")
+    c.expect(changed and changed[0] <= 64, "%s MR bytes written for a 64-byte READ" % changed)
+    last = values(out, "mr_last_changed")
+    c.expect(not last or last[0] < v.len // 2 + 64,
+             "MR written up to offset %s, the READ's buffer ends at %d" % (last, v.len // 2 + 64))
+    c.expect(values(out, "guard_changed") == [0], "guard written")
+    c.done()
+
+
+# longer than the victim's path MTU, short enough for the rig's 1500-byte link
+OVER_MTU = MTU + 256
+
+
+def test_j_payload_longer_than_path_mtu(net, victims):
+    """RC WRITE ONLY and SEND ONLY with 1280 bytes of payload on a path MTU 1024
+    QP (2048 would not fit the rig's 1500-byte Ethernet MTU): not placed,
+    rx_drop_mtu counts them."""
+    g0, g1, _, _ = net
+    c = Checks("payload longer than the path MTU")
+    v = start(victims, g0, "j", "rc", g1.ip4,
+              ["wait /tmp/hv-j-go", "check", "poll 500", "state", "exit"])
+    before = counters(g0)
+    attack(g1, g0, "rc_write_only", 1, v, v.rq_psn, extra="--payload-len %d" % OVER_MTU)
+    attack(g1, g0, "rc_send_only", 1, v, v.rq_psn + 1, extra="--payload-len %d" % OVER_MTU)
+    after = settle(g0)
+    v.go()
+    out = v.finish()
+    c.note(out.strip())
+    c.expect(values(out, "mr_changed") == [0], "oversized WRITE placed: mr_changed=%s" %
+             values(out, "mr_changed"))
+    recv = [w for w in completions(out) if w[1] == "RECV" and w[0] == "IBV_WC_SUCCESS"]
+    c.expect(not recv, "oversized SEND delivered to a receive buffer")
+    c.expect(grew(before, after, "rx_drop_mtu") >= 1,
+             "rx_drop_mtu grew by %d" % grew(before, after, "rx_drop_mtu"))
+    c.done()
+
+
+def test_k_live_random_packets(net, victims):
+    """2000 valid-ICRC random requests and responses at the victim's QPN around
+    its PSN, from the peer: guards unchanged, the device still works."""
+    g0, g1, _, _ = net
+    c = Checks("live random packets")
+    v = start(victims, g0, "k", "rc", g1.ip4, ["wait /tmp/hv-k-go", "check", "state", "exit"])
+    attack(g1, g0, "live", 2000, v, v.rq_psn, interval=50,
+           extra="--len %d --seed 4791" % v.len)
+    settle(g0)
+    v.go()
+    out = v.finish()
+    c.note(out.strip())
+    c.expect(values(out, "guard_changed") == [0], "guard written: %s" % values(out, "guard_changed"))
+    loopback_ok(g0, c)
+    c.done()
+
+
+# ------------------------------------------------------------ GSI starvation
+
+def cm_listening(g, port):
+    out = g.run("rdma -j res show cm_id", timeout=30).out.strip()
+    try:
+        ids = json.loads(out) if out else []
+    except ValueError:
+        return False
+    return any(i.get("state") == "LISTEN" and
+               i.get("src-addr", "").rsplit(":", 1)[-1] == str(port) for i in ids)
+
+
+def rping(g0, g1, count):
+    """rping server in guest 0, client in guest 1 (count pings, bounded)."""
+    flags = "-a %s -p %d -C %d -v" % (g0.ip4, RPING_PORT, count)
+    return client_server(g0, "rping -s " + flags, g1, "rping -c " + flags, port=RPING_PORT,
+                         timeout=40, listen_timeout=30, is_listening=cm_listening)
+
+
+def test_e_gsi_flood_then_rdma_cm(net):
+    """600 UD SENDs of 300 bytes to QP 1 (more than a MAD receive buffer
+    holds): rdma_cm still connects afterwards, rx_drop_ud_len counts them."""
+    g0, g1, _, _ = net
+    c = Checks("GSI flood")
+    for g in (g0, g1):
+        g.check("modprobe rdma_ucm && test -c /dev/infiniband/rdma_cm")
+    add_link(g1)
+    try:
+        # the baseline: rdma_cm works before the flood, else the flood proves nothing
+        s, cl = rping(g0, g1, 1)
+        if not (cl.ok and "ping data: " in cl.out):
+            pytest.fail("rping does not work even before the flood: %r / %r" % (s, cl))
+        before = counters(g0)
+        sent = attack(g1, g0, "gsi_flood", 600, interval=0, extra="--payload-len 300")
+        after = settle(g0)
+        c.note("counters grew: %s" % {k: after[k] - before.get(k, 0) for k in after
+                                      if after[k] != before.get(k, 0)})
+        s, cl = rping(g0, g1, 3)
+        c.note("rping server: %r" % s)
+        c.note("rping client: %r" % cl)
+        pings = [ln for ln in cl.out.splitlines() if "ping data: " in ln]
+        c.expect(cl.ok and len(pings) == 3,
+                 "rping after the flood: client rc=%d, %d of 3 pings" % (cl.rc, len(pings)))
+        c.expect(grew(before, after, "rx_drop_ud_len") == sent,
+                 "rx_drop_ud_len grew by %d, not %d" % (grew(before, after, "rx_drop_ud_len"), sent))
+    finally:
+        g1.run("modprobe -r %s 2>/dev/null; true" % " ".join(CM_MODULES), timeout=60)
+        unload_all_rdma_links(g1)
+    c.done()
+
+
+# ------------------------------------------------------------ MR teardown vs. a peer (last)
+
+WRITE_LEN = 65536
+
+
+def test_g_rest_of_write_after_dereg(net, victims):
+    """WRITE FIRST from the peer, the victim deregisters the MR (its memory stays
+    mapped), then the peer sends the rest of the message: no byte past the first
+    packet may change."""
+    g0, g1, _, _ = net
+    c = Checks("rest of an RDMA WRITE after dereg")
+    v = start(victims, g0, "g", "rc", g1.ip4, ["wait /tmp/hv-g-go", "dereg", "check", "exit"])
+    attack(g1, g0, "rc_write_first", 1, v, v.rq_psn, extra="--len %d --payload-len %d" %
+           (WRITE_LEN, MTU))
+    time.sleep(0.5)
+    v.go()
+    time.sleep(2)       # dereg is under way (or done)
+    attack(g1, g0, "rc_write_rest", 1, v, v.rq_psn + 1, extra="--len %d --payload-len %d" %
+           (WRITE_LEN, MTU))
+    out = v.finish(30)
+    c.note(out.strip())
+    ms = values(out, "dereg_ms")
+    c.expect(ms and ms[0] < 2000, "dereg took %s ms (it waited for the peer's message)" % ms)
+    last = values(out, "mr_last_changed")
+    c.expect(last and last[0] < MTU,
+             "MR written up to offset %s after dereg (first packet: %d bytes)" % (last, MTU))
+    c.expect(values(out, "guard_changed") == [0], "guard written")
+    c.done()
+
+
+def test_f_dereg_during_unfinished_write(net, victims):
+    """WRITE FIRST from the peer, then silence: dereg and destroy_qp must finish
+    within a few seconds. A kernel that waits for the message forever is given
+    10 s, then the test finishes the message itself (rc_write_rest) to free it."""
+    g0, g1, _, _ = net
+    c = Checks("dereg while a peer's RDMA WRITE is unfinished")
+    v = start(victims, g0, "f", "rc", g1.ip4,
+              ["wait /tmp/hv-f-go", "dereg", "destroy_qp", "check", "exit"])
+    attack(g1, g0, "rc_write_first", 1, v, v.rq_psn, extra="--len %d --payload-len %d" %
+           (WRITE_LEN, MTU))
+    time.sleep(0.5)
+    v.go()
+    if v.wait_line(r"destroy_qp_ms=", 10) is None:
+        c.expect(False, "dereg/destroy_qp still blocked 10 s after the peer went silent")
+        c.note("blocked victim: %s" % v.text().strip())
+        c.note("kernel stack: %s" % g0.run(
+            "for p in $(pgrep -f sroce-victim); do cat /proc/$p/stack; done", timeout=30).out)
+        attack(g1, g0, "rc_write_rest", 1, v, v.rq_psn + 1,
+               extra="--len %d --payload-len %d" % (WRITE_LEN, MTU))
+    out = v.finish(30)
+    c.note(out.strip())
+    for k in ("dereg_ms", "destroy_qp_ms"):
+        ms = values(out, k)
+        c.expect(ms and ms[0] < 3000, "%s=%s" % (k, ms))
+    loopback_ok(g0, c)
+    c.done()

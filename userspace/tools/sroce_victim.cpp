@@ -1,0 +1,600 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sroce-victim: one RC or UC QP with a patterned memory region, for attack
+ * tests. The QP is connected to --remote-ip/--remote-qpn (a peer that may
+ * not exist: the test plays it with sroce-pktgen), its MR sits between two
+ * unregistered guard areas, and commands then run in order:
+ *
+ *   sroce-victim -d DEV --type rc|uc --remote-ip IP --remote-qpn Q [--gid N]
+ *                [--mr-size BYTES] [--psn P] [--timeout T] [--retry N]
+ *                [--remote-va V] [--remote-rkey K] [--script FILE|--cmd 'c;c;...']
+ *
+ * First line on stdout, flushed: {"qpn":..,"rq_psn":..,"sq_psn":..,"rkey":..,
+ * "va":..,"len":..,"gid_index":..}. Commands (one per line in --script, or
+ * separated by ';' in --cmd):
+ *
+ *   wait FILE      until FILE exists (120 s at most, else exit 3)
+ *   touch FILE     create FILE
+ *   sleep MS
+ *   send N         N signaled SENDs of 64 bytes (from a separate buffer)
+ *   read N         one RDMA READ of N bytes from --remote-va/--remote-rkey into
+ *                  the second half of the MR
+ *   poll MS        poll the CQ for MS ms: "wc status=NAME opcode=NAME wr_id=N len=N"
+ *   dereg          deregister the MR (the memory stays mapped): "dereg_ms=N"
+ *   destroy_qp     "destroy_qp_ms=N"
+ *   check          "mr_changed=N guard_changed=N mr_pattern_bytes=N
+ *                   mr_first_changed=OFF mr_last_changed=OFF" (-1: none)
+ *   state          "qp_state=NAME"
+ *   exit
+ *
+ * The MR starts out as MR_BYTE(i), the guards as GUARD_BYTE(i); neither ever
+ * equals PAYLOAD_BYTE (0xa5), which is what sroce-pktgen's transport modes
+ * write, so "mr_pattern_bytes" counts the bytes an attacker placed.
+ */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <infiniband/verbs.h>
+
+#include "tool_util.h"
+
+namespace {
+
+constexpr uint8_t PAYLOAD_BYTE = 0xa5;
+constexpr size_t GUARD = 16384;
+constexpr size_t SEND_LEN = 64;
+constexpr size_t RECV_LEN = 4096;
+constexpr int RECVS = 16;
+
+uint8_t mr_byte(size_t i) { return static_cast<uint8_t>(0x10 + i % 0x80); }
+uint8_t guard_byte(size_t i) { return static_cast<uint8_t>(0xc0 + i % 16); }
+
+struct Options {
+	std::string dev;
+	bool uc = false;
+	std::string remote_ip;
+	uint32_t remote_qpn = 0;
+	int gid = -1;
+	size_t mr_size = 65536;
+	uint32_t psn = 0x100;
+	uint8_t timeout = 18;
+	uint8_t retry = 7;
+	uint64_t remote_va = 0;
+	uint32_t remote_rkey = 0;
+	std::vector<std::string> cmds;
+};
+
+[[noreturn]] void fail(const char *what, int err = errno)
+{
+	std::fprintf(stderr, "sroce-victim: %s: %s\n", what, sroce_tool::errno_text(err).c_str());
+	std::fflush(stdout);
+	std::exit(1);
+}
+
+[[noreturn]] void usage(const char *msg)
+{
+	std::fprintf(stderr, "sroce-victim: %s\n"
+		     "usage: sroce-victim -d DEV --type rc|uc --remote-ip IP --remote-qpn Q [--gid N]\n"
+		     "                    [--mr-size BYTES] [--psn P] [--timeout T] [--retry N]\n"
+		     "                    [--remote-va V] [--remote-rkey K]\n"
+		     "                    [--script FILE | --cmd 'CMD;CMD;...']\n", msg);
+	std::exit(2);
+}
+
+uint64_t num(const std::string &s, uint64_t max)
+{
+	char *end = nullptr;
+	errno = 0;
+	const unsigned long long v = std::strtoull(s.c_str(), &end, 0);
+	if (s.empty() || *end || errno || v > max)
+		usage(("bad number " + s).c_str());
+	return v;
+}
+
+std::string trim(const std::string &s)
+{
+	const size_t b = s.find_first_not_of(" \t\r\n");
+	if (b == std::string::npos)
+		return "";
+	return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+void split_cmds(const std::string &text, char sep, std::vector<std::string> &out)
+{
+	size_t pos = 0;
+	while (pos <= text.size()) {
+		size_t e = text.find(sep, pos);
+		if (e == std::string::npos)
+			e = text.size();
+		std::string c = trim(text.substr(pos, e - pos));
+		if (!c.empty() && c[0] != '#')
+			out.push_back(c);
+		pos = e + 1;
+	}
+}
+
+Options parse(int argc, char **argv)
+{
+	Options o;
+	for (int i = 1; i < argc; i++) {
+		const std::string a = argv[i];
+		auto val = [&]() -> std::string {
+			if (i + 1 >= argc)
+				usage("missing value");
+			return argv[++i];
+		};
+		if (a == "-d") {
+			o.dev = val();
+		} else if (a == "--type") {
+			const std::string t = val();
+			if (t != "rc" && t != "uc")
+				usage("--type is rc or uc");
+			o.uc = t == "uc";
+		} else if (a == "--remote-ip") {
+			o.remote_ip = val();
+		} else if (a == "--remote-qpn") {
+			o.remote_qpn = static_cast<uint32_t>(num(val(), 0xffffff));
+		} else if (a == "--gid") {
+			o.gid = static_cast<int>(num(val(), 255));
+		} else if (a == "--mr-size") {
+			o.mr_size = num(val(), 1ull << 30);
+		} else if (a == "--psn") {
+			o.psn = static_cast<uint32_t>(num(val(), 0xffffff));
+		} else if (a == "--timeout") {
+			o.timeout = static_cast<uint8_t>(num(val(), 31));
+		} else if (a == "--retry") {
+			o.retry = static_cast<uint8_t>(num(val(), 7));
+		} else if (a == "--remote-va") {
+			o.remote_va = num(val(), UINT64_MAX);
+		} else if (a == "--remote-rkey") {
+			o.remote_rkey = static_cast<uint32_t>(num(val(), UINT32_MAX));
+		} else if (a == "--cmd") {
+			split_cmds(val(), ';', o.cmds);
+		} else if (a == "--script") {
+			std::ifstream f(val());
+			if (!f)
+				usage("cannot read --script file");
+			std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+			split_cmds(text, '\n', o.cmds);
+		} else {
+			usage(("unknown argument " + a).c_str());
+		}
+	}
+	if (o.dev.empty() || o.remote_ip.empty() || !o.remote_qpn)
+		usage("-d, --remote-ip and --remote-qpn are required");
+	if (o.mr_size < 128 || o.mr_size % 64)
+		usage("--mr-size must be a multiple of 64, at least 128");
+	return o;
+}
+
+std::string read_line(const std::string &path)
+{
+	std::ifstream f(path);
+	std::string s;
+	std::getline(f, s);
+	return trim(s);
+}
+
+/* The remote GID: IPv4-mapped for an IPv4 address, the address itself for IPv6. */
+ibv_gid remote_gid(const std::string &ip, bool *v4)
+{
+	ibv_gid g = {};
+	in_addr a4;
+	*v4 = inet_pton(AF_INET, ip.c_str(), &a4) == 1;
+	if (*v4) {
+		g.raw[10] = g.raw[11] = 0xff;
+		std::memcpy(&g.raw[12], &a4, 4);
+	} else if (inet_pton(AF_INET6, ip.c_str(), g.raw) != 1) {
+		usage("bad --remote-ip");
+	}
+	return g;
+}
+
+/* The first RoCE v2 GID of the right family (IPv4-mapped or global IPv6). */
+int auto_gid(const std::string &dev, bool v4)
+{
+	const std::string port = "/sys/class/infiniband/" + dev + "/ports/1/";
+	for (int i = 0; i < 256; i++) {
+		if (read_line(port + "gid_attrs/types/" + std::to_string(i)).find("v2") ==
+		    std::string::npos)
+			continue;
+		in6_addr a;
+		if (inet_pton(AF_INET6, read_line(port + "gids/" + std::to_string(i)).c_str(), &a) != 1)
+			continue;
+		const bool mapped = IN6_IS_ADDR_V4MAPPED(&a);
+		if (v4 ? mapped : !mapped && !IN6_IS_ADDR_LINKLOCAL(&a) && !IN6_IS_ADDR_UNSPECIFIED(&a))
+			return i;
+	}
+	usage("no RoCE v2 GID of the remote address's family: give --gid");
+}
+
+const char *status_name(ibv_wc_status s)
+{
+	static const char *const names[] = {
+		"IBV_WC_SUCCESS", "IBV_WC_LOC_LEN_ERR", "IBV_WC_LOC_QP_OP_ERR",
+		"IBV_WC_LOC_EEC_OP_ERR", "IBV_WC_LOC_PROT_ERR", "IBV_WC_WR_FLUSH_ERR",
+		"IBV_WC_MW_BIND_ERR", "IBV_WC_BAD_RESP_ERR", "IBV_WC_LOC_ACCESS_ERR",
+		"IBV_WC_REM_INV_REQ_ERR", "IBV_WC_REM_ACCESS_ERR", "IBV_WC_REM_OP_ERR",
+		"IBV_WC_RETRY_EXC_ERR", "IBV_WC_RNR_RETRY_EXC_ERR", "IBV_WC_LOC_RDD_VIOL_ERR",
+		"IBV_WC_REM_INV_RD_REQ_ERR", "IBV_WC_REM_ABORT_ERR", "IBV_WC_INV_EECN_ERR",
+		"IBV_WC_INV_EEC_STATE_ERR", "IBV_WC_FATAL_ERR", "IBV_WC_RESP_TIMEOUT_ERR",
+		"IBV_WC_GENERAL_ERR", "IBV_WC_TM_ERR", "IBV_WC_TM_RNDV_INCOMPLETE",
+	};
+	const unsigned int i = static_cast<unsigned int>(s);
+	return i < sizeof(names) / sizeof(names[0]) ? names[i] : "IBV_WC_UNKNOWN";
+}
+
+const char *opcode_name(ibv_wc_opcode op)
+{
+	switch (op) {
+	case IBV_WC_SEND: return "SEND";
+	case IBV_WC_RDMA_WRITE: return "RDMA_WRITE";
+	case IBV_WC_RDMA_READ: return "RDMA_READ";
+	case IBV_WC_COMP_SWAP: return "COMP_SWAP";
+	case IBV_WC_FETCH_ADD: return "FETCH_ADD";
+	case IBV_WC_RECV: return "RECV";
+	case IBV_WC_RECV_RDMA_WITH_IMM: return "RECV_RDMA_WITH_IMM";
+	default: return "OTHER";
+	}
+}
+
+const char *state_name(ibv_qp_state s)
+{
+	static const char *const names[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
+	const unsigned int i = static_cast<unsigned int>(s);
+	return i < sizeof(names) / sizeof(names[0]) ? names[i] : "UNKNOWN";
+}
+
+long ms_since(std::chrono::steady_clock::time_point t0)
+{
+	return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+		std::chrono::steady_clock::now() - t0).count());
+}
+
+class Victim {
+public:
+	explicit Victim(const Options &o) : o_(o) {}
+	void setup();
+	int run();
+	void teardown();
+
+private:
+	void connect(const ibv_gid &dgid, int sgid);
+	void post_recvs();
+	bool exec(const std::string &cmd, const std::string &arg);
+	void check() const;
+
+	const Options &o_;
+	ibv_context *ctx_ = nullptr;
+	ibv_pd *pd_ = nullptr;
+	ibv_cq *cq_ = nullptr;
+	ibv_qp *qp_ = nullptr;
+	ibv_mr *mr_ = nullptr;		/* the target, in the middle of map_ */
+	ibv_mr *local_mr_ = nullptr;	/* send and receive buffers */
+	uint8_t *map_ = nullptr;
+	size_t map_len_ = 0;
+	std::vector<uint8_t> local_;
+	uint64_t next_wr_ = 1;
+};
+
+void Victim::setup()
+{
+	sroce_tool::DeviceList list;
+	ibv_device *dev = list.find(o_.dev.c_str());
+	if (!dev)
+		std::exit(1);
+	ctx_ = ibv_open_device(dev);
+	if (!ctx_)
+		fail("ibv_open_device");
+	pd_ = ibv_alloc_pd(ctx_);
+	if (!pd_)
+		fail("ibv_alloc_pd");
+	cq_ = ibv_create_cq(ctx_, 256, nullptr, nullptr, 0);
+	if (!cq_)
+		fail("ibv_create_cq");
+
+	map_len_ = GUARD + o_.mr_size + GUARD;
+	void *m = mmap(nullptr, map_len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		fail("mmap");
+	map_ = static_cast<uint8_t *>(m);
+	for (size_t i = 0; i < GUARD; i++) {
+		map_[i] = guard_byte(i);
+		map_[GUARD + o_.mr_size + i] = guard_byte(i);
+	}
+	for (size_t i = 0; i < o_.mr_size; i++)
+		map_[GUARD + i] = mr_byte(i);
+	mr_ = ibv_reg_mr(pd_, map_ + GUARD, o_.mr_size,
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			 IBV_ACCESS_REMOTE_ATOMIC);
+	if (!mr_)
+		fail("ibv_reg_mr");
+	local_.assign(SEND_LEN + RECVS * RECV_LEN, 0x33);
+	local_mr_ = ibv_reg_mr(pd_, local_.data(), local_.size(), IBV_ACCESS_LOCAL_WRITE);
+	if (!local_mr_)
+		fail("ibv_reg_mr (local)");
+
+	ibv_qp_init_attr ia = {};
+	ia.send_cq = cq_;
+	ia.recv_cq = cq_;
+	ia.qp_type = o_.uc ? IBV_QPT_UC : IBV_QPT_RC;
+	ia.cap.max_send_wr = 64;
+	ia.cap.max_recv_wr = RECVS;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	qp_ = ibv_create_qp(pd_, &ia);
+	if (!qp_)
+		fail("ibv_create_qp");
+
+	bool v4;
+	const ibv_gid dgid = remote_gid(o_.remote_ip, &v4);
+	const int sgid = o_.gid >= 0 ? o_.gid : auto_gid(o_.dev, v4);
+	connect(dgid, sgid);
+	post_recvs();
+	std::printf("{\"qpn\": %u, \"rq_psn\": %u, \"sq_psn\": %u, \"rkey\": %u, \"va\": %" PRIu64
+		    ", \"len\": %zu, \"gid_index\": %d}\n", qp_->qp_num, o_.psn, o_.psn, mr_->rkey,
+		    reinterpret_cast<uint64_t>(map_ + GUARD), o_.mr_size, sgid);
+	std::fflush(stdout);
+}
+
+void Victim::connect(const ibv_gid &dgid, int sgid)
+{
+	ibv_qp_attr a = {};
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = 1;
+	a.qp_access_flags = o_.uc ? IBV_ACCESS_REMOTE_WRITE
+				  : IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				    IBV_ACCESS_REMOTE_ATOMIC;
+	if (ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			  IBV_QP_ACCESS_FLAGS))
+		fail("modify to INIT", errno);
+
+	a = {};
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = o_.remote_qpn;
+	a.rq_psn = o_.psn;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = dgid;
+	a.ah_attr.grh.sgid_index = static_cast<uint8_t>(sgid);
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+	if (!o_.uc) {
+		a.max_dest_rd_atomic = 4;
+		a.min_rnr_timer = 12;
+		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	}
+	if (ibv_modify_qp(qp_, &a, mask))
+		fail("modify to RTR", errno);
+
+	a = {};
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = o_.psn;
+	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	if (!o_.uc) {
+		a.timeout = o_.timeout;
+		a.retry_cnt = o_.retry;
+		a.rnr_retry = 7;
+		a.max_rd_atomic = 4;
+		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+	}
+	if (ibv_modify_qp(qp_, &a, mask))
+		fail("modify to RTS", errno);
+}
+
+void Victim::post_recvs()
+{
+	for (int i = 0; i < RECVS; i++) {
+		ibv_sge sge = {};
+		sge.addr = reinterpret_cast<uint64_t>(local_.data() + SEND_LEN + i * RECV_LEN);
+		sge.length = RECV_LEN;
+		sge.lkey = local_mr_->lkey;
+		ibv_recv_wr wr = {};
+		ibv_recv_wr *bad = nullptr;
+		wr.wr_id = 1000000 + static_cast<uint64_t>(i);
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		if (ibv_post_recv(qp_, &wr, &bad))
+			fail("ibv_post_recv", errno);
+	}
+}
+
+void Victim::check() const
+{
+	size_t mr_changed = 0, guard_changed = 0, pattern = 0;
+	long first = -1, last = -1;
+	for (size_t i = 0; i < GUARD; i++) {
+		guard_changed += map_[i] != guard_byte(i);
+		guard_changed += map_[GUARD + o_.mr_size + i] != guard_byte(i);
+	}
+	for (size_t i = 0; i < o_.mr_size; i++) {
+		const uint8_t b = map_[GUARD + i];
+		if (b == mr_byte(i))
+			continue;
+		mr_changed++;
+		pattern += b == PAYLOAD_BYTE;
+		if (first < 0)
+			first = static_cast<long>(i);
+		last = static_cast<long>(i);
+	}
+	std::printf("mr_changed=%zu guard_changed=%zu mr_pattern_bytes=%zu mr_first_changed=%ld "
+		    "mr_last_changed=%ld\n", mr_changed, guard_changed, pattern, first, last);
+}
+
+/* Runs one command; false ends the run. */
+bool Victim::exec(const std::string &cmd, const std::string &arg)
+{
+	if (cmd == "exit")
+		return false;
+	if (cmd == "wait") {
+		const auto t0 = std::chrono::steady_clock::now();
+		while (access(arg.c_str(), F_OK) != 0) {
+			if (ms_since(t0) > 120000) {
+				std::printf("wait_timeout %s\n", arg.c_str());
+				std::fflush(stdout);
+				teardown();
+				std::exit(3);
+			}
+			std::this_thread::sleep_for(std::chrono::milliseconds(20));
+		}
+	} else if (cmd == "touch") {
+		const int fd = open(arg.c_str(), O_CREAT | O_WRONLY, 0644);
+		if (fd < 0)
+			fail(arg.c_str());
+		close(fd);
+	} else if (cmd == "sleep") {
+		std::this_thread::sleep_for(std::chrono::milliseconds(num(arg, 600000)));
+	} else if (cmd == "send" || cmd == "read") {
+		const bool read = cmd == "read";
+		const uint64_t n = num(arg, read ? o_.mr_size / 2 : 64);
+		if (!qp_ || (read && !mr_)) {
+			std::printf("%s_skipped\n", cmd.c_str());
+			return true;
+		}
+		for (uint64_t k = 0; k < (read ? 1 : n); k++) {
+			ibv_sge sge = {};
+			ibv_send_wr wr = {};
+			ibv_send_wr *bad = nullptr;
+			if (read) {
+				sge.addr = reinterpret_cast<uint64_t>(map_ + GUARD + o_.mr_size / 2);
+				sge.length = static_cast<uint32_t>(n);
+				sge.lkey = mr_->lkey;
+				wr.opcode = IBV_WR_RDMA_READ;
+				wr.wr.rdma.remote_addr = o_.remote_va;
+				wr.wr.rdma.rkey = o_.remote_rkey;
+			} else {
+				sge.addr = reinterpret_cast<uint64_t>(local_.data());
+				sge.length = SEND_LEN;
+				sge.lkey = local_mr_->lkey;
+				wr.opcode = IBV_WR_SEND;
+			}
+			wr.wr_id = next_wr_++;
+			wr.sg_list = &sge;
+			wr.num_sge = 1;
+			wr.send_flags = IBV_SEND_SIGNALED;
+			const int err = ibv_post_send(qp_, &wr, &bad);
+			if (err) {
+				std::printf("post_%s_err=%d\n", cmd.c_str(), err);
+				break;
+			}
+		}
+		std::printf("posted %s %" PRIu64 "\n", cmd.c_str(), n);
+	} else if (cmd == "poll") {
+		const auto t0 = std::chrono::steady_clock::now();
+		const long limit = static_cast<long>(num(arg, 600000));
+		do {
+			ibv_wc wc[16];
+			const int got = ibv_poll_cq(cq_, 16, wc);
+			if (got < 0) {
+				std::printf("poll_err=%d\n", got);
+				break;
+			}
+			for (int k = 0; k < got; k++)
+				std::printf("wc status=%s opcode=%s wr_id=%" PRIu64 " len=%u\n",
+					    status_name(wc[k].status), opcode_name(wc[k].opcode),
+					    wc[k].wr_id, wc[k].byte_len);
+			if (!got)
+				std::this_thread::sleep_for(std::chrono::milliseconds(5));
+		} while (ms_since(t0) < limit);
+	} else if (cmd == "dereg") {
+		if (!mr_) {
+			std::printf("dereg_skipped\n");
+			return true;
+		}
+		const auto t0 = std::chrono::steady_clock::now();
+		const int err = ibv_dereg_mr(mr_);
+		std::printf("dereg_ms=%ld dereg_rc=%d\n", ms_since(t0), err);
+		mr_ = nullptr;
+	} else if (cmd == "destroy_qp") {
+		if (!qp_) {
+			std::printf("destroy_qp_skipped\n");
+			return true;
+		}
+		const auto t0 = std::chrono::steady_clock::now();
+		const int err = ibv_destroy_qp(qp_);
+		std::printf("destroy_qp_ms=%ld destroy_qp_rc=%d\n", ms_since(t0), err);
+		qp_ = nullptr;
+	} else if (cmd == "check") {
+		check();
+	} else if (cmd == "state") {
+		ibv_qp_attr a = {};
+		ibv_qp_init_attr ia = {};
+		if (!qp_)
+			std::printf("qp_state=NONE\n");
+		else if (ibv_query_qp(qp_, &a, IBV_QP_STATE, &ia))
+			std::printf("qp_state=QUERY_FAILED\n");
+		else
+			std::printf("qp_state=%s\n", state_name(a.qp_state));
+	} else {
+		std::fprintf(stderr, "sroce-victim: unknown command %s\n", cmd.c_str());
+		teardown();
+		std::exit(2);
+	}
+	return true;
+}
+
+int Victim::run()
+{
+	for (const std::string &line : o_.cmds) {
+		const size_t sp = line.find(' ');
+		const std::string cmd = line.substr(0, sp);
+		const std::string arg = sp == std::string::npos ? "" : trim(line.substr(sp + 1));
+		const bool more = exec(cmd, arg);
+		std::fflush(stdout);
+		if (!more)
+			break;
+	}
+	return 0;
+}
+
+void Victim::teardown()
+{
+	if (qp_)
+		ibv_destroy_qp(qp_);
+	if (mr_)
+		ibv_dereg_mr(mr_);
+	if (local_mr_)
+		ibv_dereg_mr(local_mr_);
+	if (cq_)
+		ibv_destroy_cq(cq_);
+	if (pd_)
+		ibv_dealloc_pd(pd_);
+	if (ctx_)
+		ibv_close_device(ctx_);
+	if (map_)
+		munmap(map_, map_len_);
+	qp_ = nullptr;
+	mr_ = local_mr_ = nullptr;
+	cq_ = nullptr;
+	pd_ = nullptr;
+	ctx_ = nullptr;
+	map_ = nullptr;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	const Options o = parse(argc, argv);
+	Victim v(o);
+	v.setup();
+	const int rc = v.run();
+	v.teardown();
+	std::printf("victim_done\n");
+	return rc;
+}
