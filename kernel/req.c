@@ -589,7 +589,7 @@ static u32 sroce_req_base_psn(struct sroce_qp *qp)
 	if (qp->sq.cons != qp->fetched) {
 		struct sroce_swqe *wqe = sroce_swqe_at(qp, qp->sq.cons);
 
-		if (wqe->started && wqe->npkts &&
+		if (wqe->started && wqe->is_rd &&
 		    sroce_psn_before(wqe->first_psn, lo))
 			lo = wqe->first_psn;
 	}
