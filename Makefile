@@ -59,7 +59,7 @@ unit-test: userspace
 	ctest --test-dir $(CMAKE_BUILD) --output-on-failure
 
 vm-test: install-tree
-	KVER=$(KVER) $(PYTHON) -m pytest -v -rfEs $(PYTEST_ARGS) tests/build tests/vm
+	KVER=$(KVER) $(PYTHON) -m pytest -v -rfEs --durations=25 $(PYTEST_ARGS) tests/build tests/vm
 
 test: deps
 	$(MAKE) --no-print-directory unit-test

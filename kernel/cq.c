@@ -168,7 +168,7 @@ int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 			goto err_count;
 		}
 	} else {
-		cq->kwc = kvcalloc(entries, sizeof(*cq->kwc), GFP_KERNEL_ACCOUNT);
+		cq->kwc = kvcalloc(entries, sizeof(*cq->kwc), SROCE_GFP_RING);
 		if (!cq->kwc) {
 			err = -ENOMEM;
 			goto err_count;

@@ -167,7 +167,7 @@ static int sroce_mr_collect_pages(struct sroce_mr *mr)
 
 	mr->npages = ib_umem_num_pages(umem);
 	mr->first_off = ib_umem_offset(umem);
-	mr->pages = kvmalloc_array(mr->npages, sizeof(*mr->pages), GFP_KERNEL_ACCOUNT);
+	mr->pages = kvmalloc_array(mr->npages, sizeof(*mr->pages), SROCE_GFP_RING);
 	if (!mr->pages)
 		return -ENOMEM;
 

@@ -214,7 +214,7 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (err)
 		goto err_count;
 	qp->swqe_size = ALIGN(sizeof(struct sroce_swqe) + sq_room, 8);
-	qp->swqes = kvcalloc(sq_entries, qp->swqe_size, GFP_KERNEL_ACCOUNT);
+	qp->swqes = kvcalloc(sq_entries, qp->swqe_size, SROCE_GFP_RING);
 	if (!qp->swqes) {
 		err = -ENOMEM;
 		goto err_sq;

@@ -41,8 +41,8 @@ struct sroce_mmap_entry *sroce_mmap_alloc(struct ib_ucontext *ibuc,
 		return ERR_PTR(-ENOMEM);
 
 	entry->size = PAGE_ALIGN(size);
-	/* Zeroed, and charged to the memory cgroup of the process. */
-	entry->vaddr = __vmalloc(entry->size, GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+	/* Zeroed, charged to the memory cgroup of the process (sroce.h). */
+	entry->vaddr = __vmalloc(entry->size, SROCE_GFP_RING | __GFP_ZERO);
 	if (!entry->vaddr) {
 		kfree(entry);
 		return ERR_PTR(-ENOMEM);
@@ -152,7 +152,7 @@ int sroce_wq_alloc(struct ib_ucontext *ibuc, struct sroce_wq *wq, u32 entries,
 		}
 		ring = wq->mentry->vaddr;
 	} else {
-		wq->kbuf = kvzalloc(size, GFP_KERNEL_ACCOUNT);
+		wq->kbuf = kvzalloc(size, SROCE_GFP_RING);
 		if (!wq->kbuf)
 			return -ENOMEM;
 		ring = wq->kbuf;

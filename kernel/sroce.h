@@ -27,6 +27,13 @@
 
 #include "compat.h"
 
+/*
+ * Rings, WQE copies and page arrays: charged to the memory cgroup of the
+ * creating process, and when the cgroup is full the create fails with
+ * ENOMEM instead of invoking its OOM killer.
+ */
+#define SROCE_GFP_RING		(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL)
+
 /* The one and only port of every sroce device. */
 #define SROCE_PORT			1
 

@@ -20,7 +20,10 @@ TOOLS = "/src/build/cmake/userspace/tools"
 
 @pytest.fixture(scope="session")
 def rig():
-    r = rigmod.Rig(guests=2, outdir=os.path.join(REPO, "build", "vm", "test"))
+    # SROCE_TEST_INSTALL_TREE: run the suites against another build's install
+    # tree (e.g. an older module, to show what a new test catches).
+    r = rigmod.Rig(guests=2, outdir=os.path.join(REPO, "build", "vm", "test"),
+                   install_tree=os.environ.get("SROCE_TEST_INSTALL_TREE") or None)
     if not r.install_tree:
         pytest.fail("no install tree: run 'make install-tree' (make vm-test does)")
     r.start()

@@ -18,6 +18,16 @@
  *             another thread posts; every QP concerned must fail alone
  *             (error completions, error state), nothing may hang, and
  *             everything must destroy. "RESULT: PASS" or "RESULT: FAIL".
+ *   harden    what the kernel must hold against its own process: objects
+ *             beyond the device limits fail with EINVAL; receives posted in
+ *             ERR are flushed once each; an SRQ's receive SGEs are checked
+ *             against the SRQ's PD; a QP connected to itself and two pairs
+ *             destroyed under a long READ and queued SENDs; the SQ producer
+ *             rewound below what the kernel fetched (ERR + QP_FATAL).
+ *             CASE runs one: oversize, recv_after_err, srq_pd,
+ *             destroy_self, destroy_concurrent, sq_rewind.
+ *   qp-hog [N] create up to N QPs with 16 Ki-entry rings; prints how many the
+ *             kernel allowed (run in a memory cgroup).
  *
  * One line per check: "<check>: ok" or "<check>: FAIL <why>".
  */
@@ -452,7 +462,8 @@ bool make_side(Env &e, Side &s, enum ibv_qp_type type, struct ibv_srq *srq = nul
 	return s.qp != nullptr;
 }
 
-bool rc_connect(Env &e, Side &s, uint32_t dqpn)
+bool rc_connect(Env &e, Side &s, uint32_t dqpn, uint8_t timeout = 10,
+		uint8_t retry = 1, uint8_t rd_atomic = 1)
 {
 	struct ibv_qp_attr a = {};
 	a.qp_state = IBV_QPS_INIT;
@@ -467,7 +478,7 @@ bool rc_connect(Env &e, Side &s, uint32_t dqpn)
 	a.path_mtu = IBV_MTU_1024;
 	a.dest_qp_num = dqpn;
 	a.rq_psn = 0;
-	a.max_dest_rd_atomic = 1;
+	a.max_dest_rd_atomic = rd_atomic;
 	a.min_rnr_timer = 1;
 	a.ah_attr.is_global = 1;
 	a.ah_attr.grh.dgid = e.gid;
@@ -480,11 +491,11 @@ bool rc_connect(Env &e, Side &s, uint32_t dqpn)
 		return false;
 	a = {};
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 10;
-	a.retry_cnt = 1;
+	a.timeout = timeout;
+	a.retry_cnt = retry;
 	a.rnr_retry = 1;
 	a.sq_psn = 0;
-	a.max_rd_atomic = 1;
+	a.max_rd_atomic = rd_atomic;
 	s.peer_qpn = dqpn;
 	return ibv_modify_qp(s.qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
 			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
@@ -1220,13 +1231,391 @@ int mode_wq_scribble(struct ibv_context *ctx, const char *gid_arg)
 	return failures ? 1 : 0;
 }
 
+
+/* ================================================================ harden */
+/*
+ * harden: what a process must not be able to do to the kernel, and what the
+ * kernel must do for it, through its own rings and objects.
+ */
+namespace hard {
+
+using namespace wqs;
+
+/*
+ * The SQ producer rewound below what the kernel has already fetched. The
+ * QP's peer does not exist, so the SENDs stay outstanding (fetched ahead of
+ * the consumer) while the producer is rewound.
+ */
+void sq_rewind(Env &e)
+{
+	const char *name = "sq_producer_rewind_below_fetched";
+	Side s;
+	std::string why;
+	if (!make_side(e, s, IBV_QPT_RC) ||
+	    !rc_connect(e, s, 0xfffff0, 18, 7)) {
+		check(name, false, "setup: " + errno_text(errno));
+		destroy_side(s, &why);
+		return;
+	}
+	for (int i = 0; i < 4; i++)
+		post_send(e, s, 0x100 + i);
+	usleep(100 * 1000);	/* the kernel fetches them */
+	auto &sq = sq_of(s.qp);
+	const uint32_t cons = __atomic_load_n(&sq.hdr->consumer, __ATOMIC_ACQUIRE);
+	const uint32_t prod = __atomic_load_n(&sq.hdr->producer, __ATOMIC_ACQUIRE);
+	std::printf("  %s: consumer %u producer %u, rewinding to %u\n", name, cons,
+		    prod, prod - 1);
+	__atomic_store_n(&sq.hdr->producer, prod - 1, __ATOMIC_RELEASE);
+	const auto t0 = Clock::now();
+	ring_doorbell(s.qp);
+	const int st = wait_err(s.qp);
+	const auto t1 = Clock::now();
+	while (!saw_event(s.qp->qp_num, IBV_EVENT_QP_FATAL) && since(t1) < 2.0)
+		drain_events(e.ctx, 0.1);
+	const bool fatal = saw_event(s.qp->qp_num, IBV_EVENT_QP_FATAL);
+	std::printf("  %s: qp_state=%s fatal_event=%d after %.3f s\n", name,
+		    state_name(st), fatal, since(t0));
+	const bool destroyed = destroy_side(s, &why);
+	check(name, st == IBV_QPS_ERR && fatal && destroyed,
+	      std::string("state ") + state_name(st) + (fatal ? "" : ", no QP_FATAL") + why);
+}
+
+/* A receive posted after the QP went to ERR completes with a flush error. */
+void recv_after_err(Env &e)
+{
+	const char *name = "recv_posted_in_err_is_flushed";
+	Pair p;
+	std::string why;
+	if (!make_pair(e, p, IBV_QPT_RC)) {
+		check(name, false, "setup: " + errno_text(errno));
+		destroy_pair(p, &why);
+		return;
+	}
+	post_recv(e, p.b, nullptr, 0x201, 0);
+	struct ibv_qp_attr a = {};
+	a.qp_state = IBV_QPS_ERR;
+	const int mrc = ibv_modify_qp(p.b.qp, &a, IBV_QP_STATE);
+	std::map<uint64_t, int> seen;
+	struct ibv_wc wc;
+	bool bad_status = false;
+	auto collect = [&](double secs) {
+		const auto t0 = Clock::now();
+		while (since(t0) < secs) {
+			while (ibv_poll_cq(p.b.rcq, 1, &wc) > 0) {
+				seen[wc.wr_id]++;
+				bad_status |= wc.status != IBV_WC_WR_FLUSH_ERR;
+			}
+			usleep(1000);
+		}
+	};
+	collect(0.5);
+	post_recv(e, p.b, nullptr, 0x202, 4096);
+	post_recv(e, p.b, nullptr, 0x203, 8192);
+	collect(2.0);
+	std::printf("  %s: modify %d, completions:", name, mrc);
+	for (auto &[id, n] : seen)
+		std::printf(" 0x%" PRIx64 "x%d", id, n);
+	std::printf("\n");
+	const bool ok = mrc == 0 && seen.size() == 3 && !bad_status &&
+			seen[0x201] == 1 && seen[0x202] == 1 && seen[0x203] == 1;
+	const bool destroyed = destroy_pair(p, &why);
+	check(name, ok && destroyed, "want each of 0x201..0x203 flushed exactly once" + why);
+}
+
+/*
+ * Receive SGEs of an SRQ belong to the SRQ's PD: an lkey of the QP's PD
+ * (not the SRQ's) must not be usable through the SRQ.
+ */
+void srq_pd(Env &e)
+{
+	const char *name = "srq_sge_checked_against_srq_pd";
+	struct ibv_pd *pd2 = ibv_alloc_pd(e.ctx);
+	struct ibv_srq_init_attr sa = {};
+	sa.attr.max_wr = 16;
+	sa.attr.max_sge = 2;
+	struct ibv_srq *srq = pd2 ? ibv_create_srq(pd2, &sa) : nullptr;
+	Pair p;
+	std::string why;
+	p.srq = srq;
+	bool ok = srq && make_side(e, p.a, IBV_QPT_RC) &&
+		  make_side(e, p.b, IBV_QPT_RC, srq) &&
+		  rc_connect(e, p.a, p.b.qp->qp_num) &&
+		  rc_connect(e, p.b, p.a.qp->qp_num);
+	if (!ok) {
+		check(name, false, "setup: " + errno_text(errno));
+	} else {
+		std::memset(e.buf + 65536, 0x3c, 4096);
+		/* e.mr is in the QPs' PD, not in the SRQ's (pd2) */
+		post_recv(e, p.b, srq, 0x301, 65536);
+		const RecvOutcome o = send_and_watch(e, p, true);
+		bool placed = false;
+		for (int i = 0; i < 64; i++)
+			placed |= e.buf[65536 + i] != 0x3c;
+		std::printf("  %s: receiver%s, state %s, placed %d\n", name,
+			    o.recv_text.c_str(), state_name(o.b_state), placed);
+		check(name, o.recv_err && !o.recv_ok && !placed,
+		      "the receive must fail (IBV_WC_LOC_PROT_ERR) and place nothing");
+	}
+	destroy_pair(p, &why);
+	if (pd2)
+		ibv_dealloc_pd(pd2);
+}
+
+/*
+ * A long READ and many SENDs in flight: the READ (from the first half of a
+ * region into its second half) keeps the responder busy, the SENDs queue up
+ * behind it.
+ */
+constexpr size_t kBigSize = 16u << 20;
+
+struct Big {
+	char *buf = nullptr;
+	struct ibv_mr *mr = nullptr;
+
+	explicit Big(Env &e)
+	{
+		buf = static_cast<char *>(map_anon(kBigSize));
+		if (buf)
+			mr = ibv_reg_mr(e.pd, buf, kBigSize, IBV_ACCESS_LOCAL_WRITE |
+					IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+	}
+	~Big()
+	{
+		if (mr)
+			ibv_dereg_mr(mr);
+		if (buf)
+			munmap(buf, kBigSize);
+	}
+};
+
+void load(Env &e, Big &big, Side &req, Side &resp)
+{
+	/* 448 KiB: under the requester's 512 unacknowledged PSNs, so the SENDs
+	 * go out right behind it */
+	struct ibv_sge sge = {reinterpret_cast<uintptr_t>(big.buf + kBigSize / 2),
+			      448u << 10, big.mr->lkey};
+	struct ibv_send_wr wr = {}, *bad = nullptr;
+	wr.wr_id = 0x400;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_READ;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(big.buf);
+	wr.wr.rdma.rkey = big.mr->rkey;
+	for (int i = 0; i < 12; i++)
+		post_recv(e, resp, nullptr, 0x500 + i, 4096 * (i % 8));
+	ibv_post_send(req.qp, &wr, &bad);
+	for (int i = 0; i < 12; i++)
+		post_send(e, req, 0x600 + i, 64 * i);
+}
+
+/*
+ * destroy_qp of a QP connected to itself with a long READ and SENDs queued
+ * behind it (its backlog holds its own packets): it must finish.
+ */
+void destroy_self(Env &e)
+{
+	const char *name = "destroy_self_connected_under_read";
+	Side s;
+	std::string why;
+	if (!make_side(e, s, IBV_QPT_RC) ||
+	    !rc_connect(e, s, s.qp->qp_num, 14, 7, 16)) {
+		check(name, false, "setup: " + errno_text(errno));
+		destroy_side(s, &why);
+		return;
+	}
+	Big big(e);
+	if (!big.mr) {
+		check(name, false, "16 MiB MR: " + errno_text(errno));
+		destroy_side(s, &why);
+		return;
+	}
+	load(e, big, s, s);
+	/* at once: the READ is being answered, the SENDs queue behind it */
+	const auto t0 = Clock::now();
+	const bool destroyed = destroy_side(s, &why);
+	const double t = since(t0);
+	std::printf("  %s: destroyed in %.3f s\n", name, t);
+	check(name, destroyed, why);
+}
+
+/* Two connected pairs under load, destroyed from two threads at once. */
+void destroy_concurrent(Env &e)
+{
+	const char *name = "destroy_two_pairs_concurrently";
+	Pair p[2];
+	std::string why[2];
+	for (auto &x : p) {
+		if (!make_side(e, x.a, IBV_QPT_RC) || !make_side(e, x.b, IBV_QPT_RC) ||
+		    !rc_connect(e, x.a, x.b.qp->qp_num, 14, 7, 16) ||
+		    !rc_connect(e, x.b, x.a.qp->qp_num, 14, 7, 16)) {
+			check(name, false, "setup: " + errno_text(errno));
+			destroy_pair(p[0], &why[0]);
+			destroy_pair(p[1], &why[1]);
+			return;
+		}
+	}
+	Big big(e);
+	if (!big.mr) {
+		check(name, false, "16 MiB MR: " + errno_text(errno));
+		destroy_pair(p[0], &why[0]);
+		destroy_pair(p[1], &why[1]);
+		return;
+	}
+	for (auto &x : p) {
+		load(e, big, x.a, x.b);
+		load(e, big, x.b, x.a);
+	}
+	const auto t0 = Clock::now();
+	bool ok[2] = {false, false};
+	std::thread t1([&] { ok[0] = destroy_pair(p[0], &why[0]); });
+	std::thread t2([&] { ok[1] = destroy_pair(p[1], &why[1]); });
+	t1.join();
+	t2.join();
+	std::printf("  %s: destroyed in %.3f s\n", name, since(t0));
+	check(name, ok[0] && ok[1], why[0] + why[1]);
+}
+
+/* Objects beyond the device limits fail with EINVAL and leave nothing. */
+void oversize(Env &e)
+{
+	struct ibv_device_attr da = {};
+	ibv_query_device(e.ctx, &da);
+	struct ibv_cq *cq = ibv_create_cq(e.ctx, 16, nullptr, nullptr, 0);
+	auto qp_with = [&](int send_wr, int recv_wr, int sge) {
+		struct ibv_qp_init_attr ia = {};
+		ia.send_cq = cq;
+		ia.recv_cq = cq;
+		ia.qp_type = IBV_QPT_RC;
+		ia.cap.max_send_wr = send_wr;
+		ia.cap.max_recv_wr = recv_wr;
+		ia.cap.max_send_sge = sge;
+		ia.cap.max_recv_sge = 1;
+		errno = 0;
+		struct ibv_qp *qp = ibv_create_qp(e.pd, &ia);
+		const int err = qp ? 0 : errno;
+		if (qp)
+			ibv_destroy_qp(qp);
+		return err;
+	};
+	const int e1 = qp_with(da.max_qp_wr + 1, 1, 1);
+	const int e2 = qp_with(1, da.max_qp_wr + 1, 1);
+	const int e3 = qp_with(1, 1, da.max_sge + 1);
+	errno = 0;
+	struct ibv_cq *big = ibv_create_cq(e.ctx, da.max_cqe + 1, nullptr, nullptr, 0);
+	const int e4 = big ? 0 : errno;
+	if (big)
+		ibv_destroy_cq(big);
+	struct ibv_srq_init_attr sa = {};
+	sa.attr.max_wr = da.max_srq_wr + 1;
+	sa.attr.max_sge = 1;
+	errno = 0;
+	struct ibv_srq *srq = ibv_create_srq(e.pd, &sa);
+	const int e5 = srq ? 0 : errno;
+	if (srq)
+		ibv_destroy_srq(srq);
+	if (cq)
+		ibv_destroy_cq(cq);
+	std::printf("  oversize: qp send_wr %s, recv_wr %s, sge %s; cq %s; srq %s\n",
+		    errno_text(e1).c_str(), errno_text(e2).c_str(), errno_text(e3).c_str(),
+		    errno_text(e4).c_str(), errno_text(e5).c_str());
+	check("oversize_objects_fail_with_einval",
+	      e1 == EINVAL && e2 == EINVAL && e3 == EINVAL && e4 == EINVAL && e5 == EINVAL,
+	      "want EINVAL for each");
+}
+
+} // namespace hard
+
+int mode_harden(struct ibv_context *ctx, const char *only)
+{
+	using namespace wqs;
+	Env e;
+	e.ctx = ctx;
+	const auto t0 = Clock::now();
+	fcntl(ctx->async_fd, F_SETFL, fcntl(ctx->async_fd, F_GETFL) | O_NONBLOCK);
+	e.gid_index = find_ipv4_gid(ctx, &e.gid);
+	check("harden_gid", e.gid_index >= 0, "no IPv4 RoCE v2 GID on port 1");
+	e.pd = ibv_alloc_pd(ctx);
+	e.buf = static_cast<char *>(map_anon(kBufSize));
+	if (e.pd && e.buf)
+		e.mr = ibv_reg_mr(e.pd, e.buf, kBufSize, IBV_ACCESS_LOCAL_WRITE |
+				  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	check("harden_setup", e.mr != nullptr, errno_text(errno));
+	if (e.gid_index < 0 || !e.mr) {
+		std::printf("RESULT: FAIL\n");
+		return 1;
+	}
+	const std::vector<std::pair<const char *, void (*)(Env &)>> cases = {
+		{"oversize", hard::oversize},
+		{"recv_after_err", hard::recv_after_err},
+		{"srq_pd", hard::srq_pd},
+		{"destroy_self", hard::destroy_self},
+		{"destroy_concurrent", hard::destroy_concurrent},
+		{"sq_rewind", hard::sq_rewind},
+	};
+	for (const auto &[cname, fn] : cases)
+		if (!only || std::strcmp(only, cname) == 0)
+			fn(e);
+	drain_events(ctx);
+	bool ok = ibv_dereg_mr(e.mr) == 0;
+	ok &= ibv_dealloc_pd(e.pd) == 0;
+	ok &= ibv_close_device(ctx) == 0;
+	check("harden_teardown", ok, "dereg/dealloc/close failed");
+	munmap(e.buf, kBufSize);
+	std::printf("  harden took %.1f s\n", since(t0));
+	std::printf("RESULT: %s\n", failures ? "FAIL" : "PASS");
+	return failures ? 1 : 0;
+}
+
+/*
+ * qp-hog N: create up to N RC QPs with 16384-entry send queues (several MiB
+ * of rings and WQE copies each) and report how many the kernel allowed; run
+ * inside a memory cgroup, the cgroup's limit must stop it.
+ */
+int mode_qp_hog(struct ibv_context *ctx, int n)
+{
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_cq *cq = pd ? ibv_create_cq(ctx, 16, nullptr, nullptr, 0) : nullptr;
+	std::vector<struct ibv_qp *> qps;
+	int err = 0;
+	while (cq && static_cast<int>(qps.size()) < n) {
+		struct ibv_qp_init_attr ia = {};
+		ia.send_cq = cq;
+		ia.recv_cq = cq;
+		ia.qp_type = IBV_QPT_RC;
+		ia.cap.max_send_wr = 16384;
+		ia.cap.max_recv_wr = 16384;
+		ia.cap.max_send_sge = 8;
+		ia.cap.max_recv_sge = 8;
+		errno = 0;
+		struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+		if (!qp) {
+			err = errno;
+			break;
+		}
+		qps.push_back(qp);
+	}
+	std::printf("qp-hog: created %zu of %d, stopped by %s\n", qps.size(), n,
+		    err ? errno_text(err).c_str() : "nothing");
+	for (auto *qp : qps)
+		ibv_destroy_qp(qp);
+	if (cq)
+		ibv_destroy_cq(cq);
+	if (pd)
+		ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
 {
 	if (argc < 2 || argc > 4 ||
-	    (argc == 4 && std::strcmp(argv[2], "wq-scribble") != 0)) {
-		std::fprintf(stderr, "usage: %s DEVICE [all|leak|scribble|wq-scribble [GID_INDEX]]\n",
+	    (argc == 4 && std::strcmp(argv[2], "wq-scribble") != 0 &&
+	     std::strcmp(argv[2], "qp-hog") != 0 &&
+	     std::strcmp(argv[2], "harden") != 0)) {
+		std::fprintf(stderr, "usage: %s DEVICE [all|leak|scribble|harden [CASE]|wq-scribble [GID_INDEX]|qp-hog [N]]\n",
 			     argv[0]);
 		return 2;
 	}
@@ -1249,6 +1638,10 @@ int main(int argc, char **argv)
 		return mode_scribble(ctx);
 	if (mode == "wq-scribble")
 		return mode_wq_scribble(ctx, argc == 4 ? argv[3] : nullptr);
+	if (mode == "harden")
+		return mode_harden(ctx, argc == 4 ? argv[3] : nullptr);
+	if (mode == "qp-hog")
+		return mode_qp_hog(ctx, argc == 4 ? std::atoi(argv[3]) : 32);
 
 	struct ibv_device_attr attr = {};
 	check("query_device", ibv_query_device(ctx, &attr) == 0);

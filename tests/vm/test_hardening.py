@@ -1,0 +1,110 @@
+# SPDX-License-Identifier: GPL-2.0
+"""What a local process and a lossy link must not be able to do to sroce.
+
+- sroce-objects-test's harden mode, one process against its own objects and
+  rings: a send-queue producer rewound below what the kernel fetched (today's
+  kernel must take the QP to ERR with QP_FATAL, not loop ~2^32 times), receives
+  posted in ERR flushed exactly once, SRQ receive SGEs checked against the SRQ's
+  PD, QPs destroyed under a long READ with SENDs queued behind it (one connected
+  to itself, two pairs at once), objects beyond the device limits refused.
+- Rings are charged to the process's memory cgroup: a process in a 64 MiB
+  cgroup cannot pin more ring memory than that.
+- READs and atomics complete under loss (netem on both guests), byte-verified.
+
+Every command is bounded; a hang fails the test instead of stalling the run.
+"""
+import re
+
+import pytest
+
+from conftest import TOOLS, add_link, client_server, gid_index, unload_all_rdma_links
+
+OBJECTS = TOOLS + "/sroce-objects-test"
+RDMA_TEST = TOOLS + "/sroce-rdma-test"
+HARDEN_CASES = ["oversize", "recv_after_err", "srq_pd", "destroy_self",
+                "destroy_concurrent", "sq_rewind"]
+
+
+@pytest.fixture(scope="module")
+def pair(rig):
+    for g in rig.guests:
+        unload_all_rdma_links(g)
+        add_link(g)
+    yield rig.guests
+    for g in rig.guests:
+        g.set_netem("")
+        unload_all_rdma_links(g)
+
+
+@pytest.mark.parametrize("case", HARDEN_CASES)
+def test_process_cannot_hurt_the_kernel(pair, case):
+    g0 = pair[0]
+    r = g0.run("timeout -s KILL 60 %s sroce0 harden %s" % (OBJECTS, case), timeout=90)
+    assert r.rc == 0 and "RESULT: PASS" in r.out, r
+    assert "FAIL" not in r.out, r
+    # the device still works for everybody else
+    r = g0.run("timeout -s KILL 60 %s -d sroce0 --case rc_send" % RDMA_TEST, timeout=90)
+    assert r.rc == 0 and "RESULT: PASS" in r.out, r
+
+
+def test_rings_are_charged_to_the_memory_cgroup(pair):
+    g0 = pair[0]
+    cg = "/sys/fs/cgroup/sroce-hog"
+    g0.run("mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup")
+    g0.check("echo +memory > /sys/fs/cgroup/cgroup.subtree_control; mkdir -p %s && "
+             "echo 64M > %s/memory.max && echo 0 > %s/memory.swap.max 2>/dev/null; true" %
+             (cg, cg, cg))
+    try:
+        # 32 QPs with 16 Ki-entry rings want several hundred MiB
+        r = g0.run("sh -c 'echo $$ > %s/cgroup.procs && exec timeout -s KILL 60 %s sroce0 "
+                   "qp-hog 32'" % (cg, OBJECTS), timeout=90)
+        events = g0.run("cat %s/memory.events" % cg).out
+        assert r.rc == 0, r
+        m = re.search(r"created (\d+) of 32, stopped by (.*)", r.out)
+        assert m, r
+        assert int(m.group(1)) < 32 and "ENOMEM" in m.group(2), (r.out, events)
+        assert re.search(r"^max [1-9]", events, re.M), events
+    finally:
+        g0.run("rmdir %s 2>/dev/null; true" % cg)
+    # the guest is fine, and so is the device
+    r = g0.run("timeout -s KILL 60 %s -d sroce0 --case rc_write" % RDMA_TEST, timeout=90)
+    assert r.rc == 0 and "RESULT: PASS" in r.out, r
+
+
+def perftest(pair, cmd, netem):
+    g0, g1 = pair
+    for g in pair:
+        g.set_netem(netem)
+    try:
+        gi0, gi1 = gid_index(g0, "sroce0"), gid_index(g1, "sroce0")
+        return client_server(g0, "timeout -s KILL 150 %s -d sroce0 -x %d" % (cmd, gi0),
+                             g1, "timeout -s KILL 150 %s -d sroce0 -x %d %s" % (cmd, gi1, g0.ip4),
+                             timeout=170)
+    finally:
+        for g in pair:
+            g.set_netem("")
+
+
+@pytest.mark.parametrize("cmd", ["ib_read_bw -s 65536 -n 100", "ib_atomic_bw -n 200"])
+def test_read_and_atomic_bw_complete_with_5_percent_loss(pair, cmd):
+    s, c = perftest(pair, cmd, "loss 5%")
+    assert c.ok and s.ok, (s, c)
+    assert re.search(r"^\s*\d+\s+\d+\s+[\d.]+\s+[\d.]+", c.out, re.M), c
+
+
+@pytest.mark.parametrize("netem", ["loss 5%", "loss 1% delay 1ms reorder 5% duplicate 1%"])
+def test_reads_and_atomics_byte_verified_on_a_lossy_link(pair, netem):
+    g0, g1 = pair
+    cases = " ".join("--case %s" % c for c in ["rc_read", "rc_atomic", "rc_read_fence_send"])
+    for g in pair:
+        g.set_netem(netem)
+    try:
+        s, c = client_server(
+            g0, "timeout -s KILL 200 %s -d sroce0 --server --port 18530" % RDMA_TEST,
+            g1, "timeout -s KILL 200 %s -d sroce0 --client %s --port 18530 %s" %
+            (RDMA_TEST, g0.ip4, cases), port=18530, timeout=230)
+    finally:
+        for g in pair:
+            g.set_netem("")
+    assert c.ok and "RESULT: PASS" in c.out, (s, c)
+    assert "FAIL" not in c.out, c
