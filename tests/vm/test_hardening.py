@@ -10,14 +10,18 @@
 - Rings are charged to the process's memory cgroup: a process in a 64 MiB
   cgroup cannot pin more ring memory than that.
 - READs and atomics complete under loss (netem on both guests), byte-verified.
+- Teardown after both ends of a long READ were killed mid-message finishes.
 
 Every command is bounded; a hang fails the test instead of stalling the run.
 """
+import json
 import re
+import time
 
 import pytest
 
-from conftest import TOOLS, add_link, client_server, gid_index, unload_all_rdma_links
+from conftest import (TOOLS, add_link, client_server, gid_index, listening,
+                      unload_all_rdma_links, wait_for)
 
 OBJECTS = TOOLS + "/sroce-objects-test"
 RDMA_TEST = TOOLS + "/sroce-rdma-test"
@@ -101,10 +105,54 @@ def test_reads_and_atomics_byte_verified_on_a_lossy_link(pair, netem):
     try:
         s, c = client_server(
             g0, "timeout -s KILL 200 %s -d sroce0 --server --port 18530" % RDMA_TEST,
-            g1, "timeout -s KILL 200 %s -d sroce0 --client %s --port 18530 %s" %
+            g1, "timeout -s KILL 200 %s -d sroce0 --timeout 60 --client %s --port 18530 %s" %
             (RDMA_TEST, g0.ip4, cases), port=18530, timeout=230)
     finally:
         for g in pair:
             g.set_netem("")
     assert c.ok and "RESULT: PASS" in c.out, (s, c)
     assert "FAIL" not in c.out, c
+
+
+def qps_of(g, comm):
+    """QPs that `rdma res show qp` lists for processes named comm."""
+    out = g.run("rdma -j res show qp", timeout=30).out or "[]"
+    return [q for q in json.loads(out) if q.get("comm") == comm]
+
+
+def test_teardown_after_read_peers_vanish(pair):
+    """ib_read_bw with 16 MiB READs between the guests: the responder is killed
+    mid-READ, then the requester. The requester's QPs are gone within 10 s, and
+    'rdma link del' + 'modprobe -r sroce' finish on both guests (runs last: it
+    unloads sroce)."""
+    g0, g1 = pair
+    gid0, gid1 = gid_index(g0, "sroce0"), gid_index(g1, "sroce0")
+    port = 18620
+    cmd = "timeout -s KILL 300 ib_read_bw -d sroce0 -x %d -s 16777216 -n 100000 -p %d"
+    srv = g1.spawn(cmd % (gid1, port))
+    cli = None
+    try:
+        wait_for(lambda: listening(g1, port), timeout=60, what="ib_read_bw server")
+        rx = "cat /sys/class/infiniband/sroce0/ports/1/hw_counters/rx_packets"
+        c0 = int(g0.check(rx))
+        cli = g0.spawn((cmd % (gid0, port)) + " " + g1.ip4)
+        wait_for(lambda: int(g0.check(rx)) > c0 + 2000, timeout=90,
+                 what="READ responses flowing")
+        srv.kill()
+        srv.wait(10)
+        time.sleep(0.5)
+        cli.kill()
+        cli.wait(10)
+        wait_for(lambda: not qps_of(g0, "ib_read_bw"), timeout=10,
+                 what="the requester's QPs to go")
+        for g in (g0, g1):
+            t0 = time.time()
+            r = g.run("rdma link del sroce0 && modprobe -r sroce", timeout=60)
+            print("%s: link del + modprobe -r: rc=%d in %.1f s" % (g.name, r.rc, time.time() - t0))
+            assert r.ok, r
+            assert g.run("lsmod | grep -c '^sroce '").out.strip() == "0"
+    finally:
+        for p in (srv, cli):
+            if p is not None and p.result is None:
+                p.kill()
+                p.wait(10)
