@@ -157,3 +157,9 @@ def active_mtu(g, dev):
     m = re.search(r"active_mtu:\s*(\d+)", g.check("ibv_devinfo -d %s -i 1" % dev))
     assert m, "no active_mtu for %s" % dev
     return int(m.group(1))
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """test_packages.py first: it boots rigs of its own (the packaged module and
+    provider), which must be down before the session rig boots."""
+    items.sort(key=lambda it: 0 if it.module.__name__ == "test_packages" else 1)
