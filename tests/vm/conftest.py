@@ -162,4 +162,10 @@ def active_mtu(g, dev):
 def pytest_collection_modifyitems(session, config, items):
     """test_packages.py first: it boots rigs of its own (the packaged module and
     provider), which must be down before the session rig boots."""
-    items.sort(key=lambda it: 0 if it.module.__name__ == "test_packages" else 1)
+    vm = os.path.dirname(os.path.abspath(__file__))
+
+    def key(it):
+        if os.path.dirname(str(it.fspath)) != vm:
+            return 0  # tests/build and others keep their place, ahead of tests/vm
+        return 1 if it.module.__name__ == "test_packages" else 2
+    items.sort(key=key)
