@@ -7,6 +7,7 @@
 #   make test                 unit tests on the host, then the VM suites (boots QEMU guests)
 #   make demo                 two guests, sroce0 in each, rdma link + ibv_devinfo, traffic
 #   make bench                speed floor: sroce<->sroce vs rxe<->rxe (never part of make test)
+#   make deb                  build/deb/sroce-dkms_V_all.deb and libsroce_V_ARCH.deb (debian/)
 #   make clean
 
 KVER ?= $(shell scripts/default-kver.sh)
@@ -27,7 +28,7 @@ else
 WERROR ?= OFF
 endif
 
-.PHONY: all module userspace install install-tree test unit-test vm-test demo bench deps clean
+.PHONY: all module userspace install install-tree test unit-test vm-test demo bench deb deps clean
 
 all: module userspace
 
@@ -73,6 +74,28 @@ demo: deps
 # one rig run: medians and ratios (BENCH_ARGS=--reps 5 ...; vm/bench.py --help).
 bench: install-tree
 	KVER=$(KVER) $(PYTHON) vm/bench.py $(BENCH_ARGS)
+
+# The Debian packages, built in a copy of the tree (build/deb/src/sroce) so that
+# dpkg-buildpackage writes nothing into the source tree or its parent. The
+# version comes from debian/changelog. Results: build/deb/*.deb (+ .buildinfo,
+# .changes).
+DEB_DIR := $(BUILD)/deb
+deb:
+	rm -rf $(DEB_DIR)/src
+	mkdir -p $(DEB_DIR)/src/sroce
+	rm -f $(DEB_DIR)/*.deb $(DEB_DIR)/*.buildinfo $(DEB_DIR)/*.changes
+	if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+		git ls-files -z --cached --others --exclude-standard | \
+			xargs -0 sh -c 'for f; do [ -e "$$f" ] && printf "%s\0" "$$f"; done' sh | \
+			tar --null -T - -cf - | tar -C $(DEB_DIR)/src/sroce -xf -; \
+	else \
+		tar --exclude=./build --exclude=.git -cf - . | tar -C $(DEB_DIR)/src/sroce -xf -; \
+	fi
+	cd $(DEB_DIR)/src/sroce && dpkg-buildpackage -us -uc -b -j$$(nproc) >../build.log 2>&1 || \
+		{ tail -n 40 ../build.log; exit 1; }
+	mv $(DEB_DIR)/src/*.deb $(DEB_DIR)/src/*.buildinfo $(DEB_DIR)/src/*.changes $(DEB_DIR)/
+	rm -rf $(DEB_DIR)/src/sroce
+	@ls -1 $(DEB_DIR)/*.deb
 
 clean:
 	rm -rf $(BUILD)

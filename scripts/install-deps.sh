@@ -10,6 +10,8 @@ PKGS=(
 	# build
 	build-essential make cmake g++ pkg-config kmod
 	linux-image-amd64 linux-headers-amd64
+	# packages (make deb) and the DKMS path tests/build/test_deb.py checks
+	debhelper dh-dkms dkms devscripts fakeroot
 	libibverbs-dev librdmacm-dev rdma-core googletest libgtest-dev
 	# rig
 	qemu-system-x86 busybox-static cpio gzip xz-utils iproute2 iputils-ping ethtool procps util-linux

@@ -160,3 +160,15 @@ def active_mtu(g, dev):
     m = re.search(r"active_mtu:\s*(\d+)", g.check("ibv_devinfo -d %s -i 1" % dev))
     assert m, "no active_mtu for %s" % dev
     return int(m.group(1))
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """test_packages.py first: it boots rigs of its own (the packaged module and
+    provider), which must be down before the session rig boots."""
+    vm = os.path.dirname(os.path.abspath(__file__))
+
+    def key(it):
+        if os.path.dirname(str(it.fspath)) != vm:
+            return 0  # tests/build and others keep their place, ahead of tests/vm
+        return 1 if it.module.__name__ == "test_packages" else 2
+    items.sort(key=key)

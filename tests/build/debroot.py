@@ -1,0 +1,112 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The user's path through the Debian packages, without touching this machine.
+
+build_debs() runs "make deb". make_root() then does what installing both
+packages does on a Debian host (dpkg unpacks them, sroce-dkms' postinst has
+DKMS build and install the module, the kernel's postinst hook runs "dkms
+autoinstall" for every later kernel), but into scratch trees under build/deb:
+
+  root/   what a host would hold: the files of both packages (dpkg -x) plus the
+          module DKMS installed, root/lib/modules/KVER/updates/dkms/sroce.ko
+  work/   DKMS' own state (--dkmstree), a scratch signing key, TMPDIR
+
+DKMS runs on the host against /lib/modules/KVER/build (the installed headers)
+with --sourcetree/--dkmstree/--installtree pointing into build/deb, --no-depmod
+(the host's depmod would rewrite /lib/modules/KVER/modules.*) and its module
+signing key in work/ (by default it creates /var/lib/dkms/mok.key).
+"""
+import glob
+import os
+import shutil
+import subprocess
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEB_DIR = os.path.join(REPO, "build", "deb")
+ROOT = os.path.join(DEB_DIR, "root")
+WORK = os.path.join(DEB_DIR, "work")
+PACKAGES = ("sroce-dkms", "libsroce")
+
+
+def version():
+    return subprocess.run(["dpkg-parsechangelog", "-l", os.path.join(REPO, "debian", "changelog"),
+                           "-SVersion"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def kernels_with_headers():
+    """Installed kernels DKMS can build for (like scripts/default-kver.sh)."""
+    return sorted(os.path.basename(os.path.dirname(os.path.dirname(p)))
+                  for p in glob.glob("/lib/modules/*/build/Makefile"))
+
+
+def build_debs():
+    """make deb; returns {package: path of its .deb}."""
+    subprocess.run(["make", "-s", "deb"], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+    debs = {}
+    for p in PACKAGES:
+        found = glob.glob(os.path.join(DEB_DIR, "%s_%s_*.deb" % (p, version())))
+        assert len(found) == 1, (p, found)
+        debs[p] = found[0]
+    return debs
+
+
+def deb_files(deb):
+    """The regular files a .deb installs, as absolute paths."""
+    out = subprocess.run(["dpkg-deb", "--fsys-tarfile", deb], capture_output=True, check=True)
+    names = subprocess.run(["tar", "-tvf", "-"], input=out.stdout, capture_output=True,
+                           check=True).stdout.decode().splitlines()
+    return sorted(ln.split()[-1][1:] for ln in names if ln.startswith("-"))
+
+
+def deb_field(deb, field):
+    return subprocess.run(["dpkg-deb", "-f", deb, field], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def dkms(*args):
+    src = os.path.join(ROOT, "usr", "src")
+    env = dict(os.environ, TMPDIR=os.path.join(WORK, "tmp"),
+               mok_signing_key=os.path.join(WORK, "mok.key"),
+               mok_certificate=os.path.join(WORK, "mok.pub"))
+    return subprocess.run(["dkms"] + list(args) + [
+        "--sourcetree", src, "--dkmstree", os.path.join(WORK, "dkms"),
+        "--installtree", os.path.join(ROOT, "lib", "modules"), "--no-depmod"],
+        env=env, capture_output=True, text=True)
+
+
+def module_path(kver, root=ROOT):
+    return os.path.join(root, "lib", "modules", kver, "updates", "dkms", "sroce.ko")
+
+
+def make_root(debs, kvers):
+    """Unpack both packages into ROOT and have DKMS build and install sroce.ko
+    for each kernel in kvers. Returns {kver: path of the installed sroce.ko}."""
+    for d in (ROOT, WORK):
+        shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(os.path.join(WORK, "tmp"))
+    os.makedirs(os.path.join(WORK, "dkms"))
+    for p in PACKAGES:
+        subprocess.run(["dpkg", "-x", debs[p], ROOT], check=True)
+    r = dkms("add", "-m", "sroce", "-v", version())
+    assert r.returncode == 0, r.stdout + r.stderr
+    mods = {}
+    for k in kvers:
+        # DKMS installs only into kernels that exist in the install tree.
+        os.makedirs(os.path.join(ROOT, "lib", "modules", k))
+        # What /etc/kernel/postinst.d/dkms runs for a newly installed kernel:
+        # every AUTOINSTALL=yes module is built and installed for it.
+        r = dkms("autoinstall", "-k", k)
+        assert r.returncode == 0 and os.path.exists(module_path(k)), \
+            "dkms autoinstall -k %s:\n%s%s" % (k, r.stdout, r.stderr)
+        mods[k] = module_path(k)
+    return mods
+
+
+def build_id(path):
+    """The GNU build ID of an ELF file (hex)."""
+    out = subprocess.run(["readelf", "-n", path], capture_output=True, text=True,
+                         check=True).stdout
+    for ln in out.splitlines():
+        if "Build ID:" in ln:
+            return ln.split("Build ID:")[1].strip()
+    raise AssertionError("no build ID in " + path)

@@ -1,0 +1,100 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The Debian packages in use: the module DKMS built, the provider from libsroce.
+
+tests/build/debroot.py builds the packages (make deb), unpacks both into
+build/deb/root and has DKMS build and install sroce.ko there for every
+installed kernel with headers, the way the packages' maintainer scripts and the
+kernel's postinst hook do on a host. Two guests of each such kernel then get
+that tree copied into / (and nothing from "make install": no build/install
+tree), so they look like hosts where "apt install ./sroce-dkms_*.deb
+./libsroce_*.deb" ran. In them "rdma link add" must autoload the DKMS-built
+module (the same GNU build ID as the file DKMS produced), and ibv_rc_pingpong
+must run between the guests through the packaged provider.
+
+Runs before the other VM suites (conftest.py orders it first), so that its
+rigs are never up at the same time as their session rig.
+"""
+import hashlib
+import os
+import sys
+
+import pytest
+
+from conftest import REPO, client_server, gid_index
+import rig as rigmod
+
+sys.path.insert(0, os.path.join(REPO, "tests", "build"))
+import debroot  # noqa: E402
+
+KVERS = [k for k in debroot.kernels_with_headers() if os.path.exists("/boot/vmlinuz-" + k)]
+PROVIDER = "/usr/lib/x86_64-linux-gnu/libibverbs/libsroce-rdmav34.so"
+
+
+@pytest.fixture(scope="module")
+def user_root():
+    debs = debroot.build_debs()
+    return debroot.make_root(debs, KVERS)
+
+
+@pytest.fixture(scope="module", params=KVERS)
+def pkg_rig(request, user_root):
+    kver = request.param
+    r = rigmod.Rig(guests=2, kver=kver, install_tree=debroot.ROOT,
+                   outdir=os.path.join(REPO, "build", "vm", "packages-" + kver))
+    r.start()
+    sys.stderr.write("\nrig: 2 guests of %s (%s) with the packaged sroce up in %.1f s\n" %
+                     (kver, "kvm" if r.kvm else "tcg", r.boot_seconds))
+    r.dkms_module = user_root[kver]
+    try:
+        yield r
+    finally:
+        r.stop()
+    bad = r.bad_console_lines()
+    if bad:
+        pytest.fail("guest console shows kernel problems:\n" + "\n".join(bad))
+
+
+def loaded_build_id(g):
+    """The GNU build ID of the loaded sroce module, from its ELF note in sysfs."""
+    return g.check("python3 -c \"import sys; d=open('/sys/module/sroce/notes/"
+                   ".note.gnu.build-id','rb').read(); n=int.from_bytes(d[0:4],'little'); "
+                   "s=int.from_bytes(d[4:8],'little'); o=12+(n+3)//4*4; "
+                   "print(d[o:o+s].hex())\"").strip()
+
+
+def test_rdma_link_add_autoloads_the_dkms_module(pkg_rig):
+    kver = pkg_rig.kver
+    want = debroot.build_id(pkg_rig.dkms_module)
+    for g in pkg_rig:
+        assert g.check("uname -r").strip() == kver
+        # The only sroce.ko in the guest is the one DKMS installed.
+        found = g.check("find /lib/modules/%s -name 'sroce.ko*'" % kver).split()
+        assert found == ["/lib/modules/%s/updates/dkms/sroce.ko" % kver]
+        assert g.check("modinfo -n sroce").strip() == found[0]
+        assert g.run("test -e /sys/module/sroce").rc != 0, "sroce loaded before rdma link add"
+        r = g.run("rdma link add sroce0 type sroce netdev eth0", timeout=60)
+        assert r.ok, r
+        assert loaded_build_id(g) == want
+        assert "sroce0" in g.check("rdma link show")
+
+
+def test_pingpong_through_the_packaged_provider(pkg_rig):
+    provider = hashlib.sha256(open(os.path.join(debroot.ROOT, PROVIDER.lstrip("/")),
+                                   "rb").read()).hexdigest()
+    for g in pkg_rig:
+        if g.run("test -e /sys/class/infiniband/sroce0").rc != 0:
+            assert g.run("rdma link add sroce0 type sroce netdev eth0", timeout=60).ok
+        assert g.check("sha256sum %s" % PROVIDER).split()[0] == provider
+        assert g.check("cat /etc/libibverbs.d/sroce.driver").split() == ["driver", "sroce"]
+        # Only libsroce can open an sroce device (its uverbs ABI version is
+        # outside every other provider's range).
+        assert "PORT_ACTIVE" in g.check("ibv_devinfo -d sroce0")
+    srv, cli = pkg_rig[0], pkg_rig[1]
+
+    def cmd(g, host=""):
+        return "ibv_rc_pingpong -d sroce0 -i 1 -g %d -c -s 4096 -n 100 %s" % (
+            gid_index(g, "sroce0"), host)
+    s, c = client_server(srv, cmd(srv), cli, cmd(cli, srv.ip4), timeout=120)
+    assert c.rc == 0 and s.rc == 0, (s, c)
+    assert "invalid data" not in s.out + c.out
+    assert "iters in" in c.out, c
