@@ -1106,12 +1106,17 @@ void concurrent(Env &e, double secs)
 
 } // namespace wqs
 
-int mode_wq_scribble(struct ibv_context *ctx, const char *gid_arg)
+/*
+ * The setup both wq-scribble and harden share: a GID (gid_arg, or the
+ * port's IPv4 RoCE v2 GID), a PD and a 1 MiB MR; checks "<prefix>_gid" and
+ * "<prefix>_setup". False (RESULT: FAIL printed) if it cannot run.
+ */
+bool setup_env(wqs::Env &e, struct ibv_context *ctx, const char *gid_arg,
+	       const std::string &prefix)
 {
 	using namespace wqs;
-	Env e;
+
 	e.ctx = ctx;
-	const auto t0 = Clock::now();
 	fcntl(ctx->async_fd, F_SETFL, fcntl(ctx->async_fd, F_GETFL) | O_NONBLOCK);
 	if (gid_arg) {
 		e.gid_index = std::atoi(gid_arg);
@@ -1120,17 +1125,28 @@ int mode_wq_scribble(struct ibv_context *ctx, const char *gid_arg)
 	} else {
 		e.gid_index = find_ipv4_gid(ctx, &e.gid);
 	}
-	check("wq_gid", e.gid_index >= 0, "no IPv4 RoCE v2 GID on port 1");
+	check(prefix + "_gid", e.gid_index >= 0, "no IPv4 RoCE v2 GID on port 1");
 	e.pd = ibv_alloc_pd(ctx);
 	e.buf = static_cast<char *>(map_anon(kBufSize));
 	if (e.pd && e.buf)
 		e.mr = ibv_reg_mr(e.pd, e.buf, kBufSize, IBV_ACCESS_LOCAL_WRITE |
 				  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-	check("wq_setup", e.mr != nullptr, errno_text(errno));
+	check(prefix + "_setup", e.mr != nullptr, errno_text(errno));
 	if (e.gid_index < 0 || !e.mr) {
 		std::printf("RESULT: FAIL\n");
-		return 1;
+		return false;
 	}
+	return true;
+}
+
+int mode_wq_scribble(struct ibv_context *ctx, const char *gid_arg)
+{
+	using namespace wqs;
+	Env e;
+	e.ctx = ctx;
+	const auto t0 = Clock::now();
+	if (!setup_env(e, ctx, gid_arg, "wq"))
+		return 1;
 	std::printf("  gid index %d\n", e.gid_index);
 
 	/* A sanity pair first: the loopback works, so failures below mean something. */
@@ -1532,19 +1548,8 @@ int mode_harden(struct ibv_context *ctx, const char *only)
 	Env e;
 	e.ctx = ctx;
 	const auto t0 = Clock::now();
-	fcntl(ctx->async_fd, F_SETFL, fcntl(ctx->async_fd, F_GETFL) | O_NONBLOCK);
-	e.gid_index = find_ipv4_gid(ctx, &e.gid);
-	check("harden_gid", e.gid_index >= 0, "no IPv4 RoCE v2 GID on port 1");
-	e.pd = ibv_alloc_pd(ctx);
-	e.buf = static_cast<char *>(map_anon(kBufSize));
-	if (e.pd && e.buf)
-		e.mr = ibv_reg_mr(e.pd, e.buf, kBufSize, IBV_ACCESS_LOCAL_WRITE |
-				  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-	check("harden_setup", e.mr != nullptr, errno_text(errno));
-	if (e.gid_index < 0 || !e.mr) {
-		std::printf("RESULT: FAIL\n");
+	if (!setup_env(e, ctx, nullptr, "harden"))
 		return 1;
-	}
 	const std::vector<std::pair<const char *, void (*)(Env &)>> cases = {
 		{"oversize", hard::oversize},
 		{"recv_after_err", hard::recv_after_err},

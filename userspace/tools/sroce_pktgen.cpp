@@ -43,6 +43,8 @@
 
 #include <sroce/wire.h>
 
+#include "tool_util.h"
+
 namespace {
 
 using Bytes = std::vector<uint8_t>;
@@ -732,10 +734,9 @@ int selftest_transport(const Endpoint &ep, const Config &c, const Mode &m, int v
 
 uint64_t num(const std::string &s, uint64_t max)
 {
-	char *end = nullptr;
-	errno = 0;
-	const unsigned long long v = std::strtoull(s.c_str(), &end, 0);
-	if (s.empty() || *end || errno || v > max)
+	uint64_t v = 0;
+
+	if (!sroce_tool::parse_num(s, max, &v))
 		usage(("bad number " + s).c_str());
 	return v;
 }

@@ -96,10 +96,9 @@ struct Options {
 
 uint64_t num(const std::string &s, uint64_t max)
 {
-	char *end = nullptr;
-	errno = 0;
-	const unsigned long long v = std::strtoull(s.c_str(), &end, 0);
-	if (s.empty() || *end || errno || v > max)
+	uint64_t v = 0;
+
+	if (!sroce_tool::parse_num(s, max, &v))
 		usage(("bad number " + s).c_str());
 	return v;
 }

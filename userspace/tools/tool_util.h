@@ -83,6 +83,21 @@ private:
 	int err_;
 };
 
+/*
+ * A whole-string unsigned number (decimal, 0x hex or 0 octal) no larger
+ * than max; false for anything else.
+ */
+inline bool parse_num(const std::string &s, uint64_t max, uint64_t *out)
+{
+	char *end = nullptr;
+	errno = 0;
+	const unsigned long long v = std::strtoull(s.c_str(), &end, 0);
+	if (s.empty() || *end || errno || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
 } // namespace sroce_tool
 
 #endif /* SROCE_TOOL_UTIL_H */
