@@ -13,6 +13,8 @@
 
 #include <linux/mm.h>
 #include <linux/version.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
 
 /* vm_flags became read-only with accessors in 6.3. */
 static inline void sroce_vm_flags_clear(struct vm_area_struct *vma,
@@ -24,5 +26,26 @@ static inline void sroce_vm_flags_clear(struct vm_area_struct *vma,
 	vma->vm_flags &= ~flags;
 #endif
 }
+
+/*
+ * ib_device_ops.create_cq takes the whole uverbs_attr_bundle since 6.10 (NULL
+ * for kernel CQs) instead of the driver's ib_udata. sroce's create_cq keeps
+ * the ib_udata form; SROCE_CREATE_CQ_OP(fn) names the op for ib_device_ops.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 10, 0)
+int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		    struct ib_udata *udata);
+
+static inline int sroce_create_cq_attrs(struct ib_cq *ibcq,
+					const struct ib_cq_init_attr *attr,
+					struct uverbs_attr_bundle *attrs)
+{
+	return sroce_create_cq(ibcq, attr, attrs ? &attrs->driver_udata : NULL);
+}
+
+#define SROCE_CREATE_CQ_OP sroce_create_cq_attrs
+#else
+#define SROCE_CREATE_CQ_OP sroce_create_cq
+#endif
 
 #endif /* SROCE_COMPAT_H */

@@ -52,20 +52,14 @@ class RigError(Exception):
 
 
 def default_kver():
-    """Newest kernel under /lib/modules that has a vmlinuz and Debian headers."""
-    cands = []
-    for d in glob.glob("/lib/modules/*"):
-        k = os.path.basename(d)
-        if os.path.exists(os.path.join(d, "build", "Makefile")) and \
-                os.path.exists("/boot/vmlinuz-" + k):
-            cands.append(k)
-    if not cands:
+    """The kernel the Makefile defaults to (scripts/default-kver.sh: the newest Debian
+    6.1 kernel with headers, else the newest with headers); it needs /boot/vmlinuz-K."""
+    k = subprocess.run([os.path.join(REPO, "scripts", "default-kver.sh")], check=True,
+                       capture_output=True, text=True).stdout.strip()
+    if not k or not os.path.exists("/boot/vmlinuz-" + k):
         raise RigError("no kernel with /boot/vmlinuz-K and /lib/modules/K/build; "
                        "run scripts/install-deps.sh")
-
-    def key(k):
-        return [int(x) if x.isdigit() else x for x in re.split(r"[.-]", k)]
-    return sorted(cands, key=key)[-1]
+    return k
 
 
 # ---------------------------------------------------------------- accelerator
