@@ -449,6 +449,28 @@ def test_k_live_random_packets(net, victims):
 
 # ------------------------------------------------------------ GSI starvation
 
+
+def test_l_transmit_refused_for_good_fails_the_wqe(net, victims):
+    """A qdisc that refuses every packet (pfifo limit 0): the requester holds
+    back and tries again, but not forever: once its retry budget's worth of
+    time has passed, the SEND completes with IBV_WC_RETRY_EXC_ERR."""
+    g0, g1, _, _ = net
+    c = Checks("transmit refused by the qdisc")
+    g0.check("ping -c 1 -W 5 %s" % g1.ip4)    # the neighbour is known: packets reach the qdisc
+    g0.check("tc qdisc replace dev eth0 root pfifo limit 0")
+    try:
+        v = start(victims, g0, "l", "rc", g1.ip4, ["send 1", "poll 12000", "state", "exit"],
+                  extra="--timeout 14 --retry 3")
+        out = v.finish(60)
+    finally:
+        g0.run("tc qdisc del dev eth0 root 2>/dev/null; true")
+    c.note(out.strip())
+    wcs = completions(out)
+    c.expect(any(w[0] == "IBV_WC_RETRY_EXC_ERR" for w in wcs),
+             "no IBV_WC_RETRY_EXC_ERR completion within 12 s: %s" % (wcs or "no completion"))
+    c.expect(not any(w[0] == "IBV_WC_SUCCESS" for w in wcs), "a SEND that never left succeeded")
+    c.done()
+
 def cm_listening(g, port):
     out = g.run("rdma -j res show cm_id", timeout=30).out.strip()
     try:
