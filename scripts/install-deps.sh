@@ -6,13 +6,13 @@ set -euo pipefail
 
 # Kernel flavours the rig boots. linux-image-amd64 pulls the current 6.1 image
 # (the primary target and the default KVER); its headers come from
-# linux-headers-amd64. linux-image-6.12-amd64 and linux-headers-6.12-amd64 add
-# Debian 12's 6.12 kernel as the second target (make KVER=6.12.x+deb12-amd64).
+# linux-headers-amd64. Debian 12's 6.12 kernel (linux-image-6.12-amd64,
+# linux-headers-6.12-amd64) is the second target, not installed here yet: the
+# module builds for it, but make test does not run on it (work in progress).
 PKGS=(
 	# build
 	build-essential make cmake g++ pkg-config kmod
 	linux-image-amd64 linux-headers-amd64
-	linux-image-6.12-amd64 linux-headers-6.12-amd64
 	# packages (make deb) and the DKMS path tests/build/test_deb.py checks
 	debhelper dh-dkms dkms devscripts fakeroot
 	libibverbs-dev librdmacm-dev rdma-core googletest libgtest-dev
