@@ -19,6 +19,7 @@ import glob
 import os
 import shutil
 import subprocess
+import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEB_DIR = os.path.join(REPO, "build", "deb")
@@ -74,8 +75,18 @@ def dkms(*args):
         env=env, capture_output=True, text=True)
 
 
+MODULE_SUFFIXES = ("", ".xz", ".zst", ".gz")   # DKMS compresses like the kernel's own modules
+
+
 def module_path(kver, root=ROOT):
-    return os.path.join(root, "lib", "modules", kver, "updates", "dkms", "sroce.ko")
+    """Where DKMS installs sroce.ko for kver (sroce.ko.xz on kernels that
+    compress their modules, such as Debian's 6.12); the plain name if none is
+    there yet."""
+    base = os.path.join(root, "lib", "modules", kver, "updates", "dkms", "sroce.ko")
+    for suffix in MODULE_SUFFIXES:
+        if os.path.exists(base + suffix):
+            return base + suffix
+    return base
 
 
 def make_root(debs, kvers):
@@ -103,7 +114,13 @@ def make_root(debs, kvers):
 
 
 def build_id(path):
-    """The GNU build ID of an ELF file (hex)."""
+    """The GNU build ID of an ELF file (hex), compressed (.xz, .zst, .gz) or not."""
+    tools = {".xz": "xz", ".zst": "zstd", ".gz": "gzip"}
+    ext = os.path.splitext(path)[1]
+    if ext in tools:
+        with tempfile.NamedTemporaryFile(suffix=".ko") as tmp:
+            subprocess.run([tools[ext], "-dc", path], stdout=tmp, check=True)
+            return build_id(tmp.name)
     out = subprocess.run(["readelf", "-n", path], capture_output=True, text=True,
                          check=True).stdout
     for ln in out.splitlines():
