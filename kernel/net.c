@@ -358,8 +358,8 @@ static void sroce_tx_destructor(struct sk_buff *skb)
 	if (READ_ONCE(qp->tx_stalled) && !READ_ONCE(qp->dead) &&
 	    atomic_read(&qp->tx_inflight) <= SROCE_TX_LOW) {
 		WRITE_ONCE(qp->tx_stalled, false);
-		queue_work(system_highpri_wq, &qp->req_work);
-		queue_delayed_work(system_highpri_wq, &qp->resp_work, 0);
+		queue_work(system_highpri_wq, &qp->req.work);
+		queue_delayed_work(system_highpri_wq, &qp->resp.work, 0);
 	}
 	atomic_dec(&qp->tx_inflight);
 }

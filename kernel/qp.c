@@ -79,7 +79,7 @@ void sroce_qp_put(struct sroce_qp *qp)
 /*
  * Read the producer index user space published, with acquire semantics so
  * that the WQEs before it are visible. @from is how far the kernel has read
- * the ring already (the SQ's fetched count, the consumer count of a receive
+ * the ring already (the SQ's req.fetched count, the consumer count of a receive
  * ring). A well-behaved process publishes a producer in [from, consumer +
  * entries]; anything else (a rewind below what was read, a jump past a full
  * ring) sets *broken and returns @from, so that no loop over the ring runs
@@ -193,13 +193,13 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	init_completion(&qp->done);
 	spin_lock_init(&qp->sq_lock);
 	spin_lock_init(&qp->rq_lock);
-	timer_setup(&qp->retry_timer, sroce_retry_timer, 0);
-	timer_setup(&qp->rnr_timer, sroce_rnr_timer, 0);
-	INIT_WORK(&qp->req_work, sroce_req_work);
-	INIT_DELAYED_WORK(&qp->resp_work, sroce_resp_work);
+	timer_setup(&qp->comp.retry_timer, sroce_retry_timer, 0);
+	timer_setup(&qp->comp.rnr_timer, sroce_rnr_timer, 0);
+	INIT_WORK(&qp->req.work, sroce_req_work);
+	INIT_DELAYED_WORK(&qp->resp.work, sroce_resp_work);
 	INIT_WORK(&qp->err_work, sroce_err_work);
 	mutex_init(&qp->mod_lock);
-	skb_queue_head_init(&qp->backlog);
+	skb_queue_head_init(&qp->resp.backlog);
 
 	/* Send queue: slots hold a 64-byte header plus SGEs or inline data. */
 	sq_entries = roundup_pow_of_two(max_t(u32, cap->max_send_wr, 1));
@@ -232,18 +232,18 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 					     sizeof(struct sroce_recv_wqe)) /
 					    sizeof(struct sroce_sge),
 				       SROCE_MAX_SGE);
-		qp->rwqe_size = qp->rq.wqe_size;
+		qp->resp.rwqe_size = qp->rq.wqe_size;
 	} else {
-		qp->rwqe_size = qp->srq->wq.wqe_size;
+		qp->resp.rwqe_size = qp->srq->wq.wqe_size;
 	}
-	qp->rwqe = kzalloc(qp->rwqe_size, GFP_KERNEL_ACCOUNT);
-	qp->res = kcalloc(SROCE_MAX_QP_RD_ATOM, sizeof(*qp->res),
+	qp->resp.rwqe = kzalloc(qp->resp.rwqe_size, GFP_KERNEL_ACCOUNT);
+	qp->resp.res = kcalloc(SROCE_MAX_QP_RD_ATOM, sizeof(*qp->resp.res),
 			  GFP_KERNEL_ACCOUNT);
-	if (!qp->rwqe || !qp->res) {
+	if (!qp->resp.rwqe || !qp->resp.res) {
 		err = -ENOMEM;
 		goto err_rq;
 	}
-	qp->nres = 1;
+	qp->resp.nres = 1;
 
 	/* Reserve the QPN; the QP becomes visible once it is complete. */
 	if (qp->is_gsi) {
@@ -294,8 +294,8 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 err_qpn:
 	xa_erase(&sdev->qp_xa, qpn);
 err_rq:
-	kfree(qp->res);
-	kfree(qp->rwqe);
+	kfree(qp->resp.res);
+	kfree(qp->resp.rwqe);
 	sroce_wq_free(&qp->rq);
 err_swqes:
 	kvfree(qp->swqes);
@@ -317,9 +317,9 @@ void sroce_qp_error_locked(struct sroce_qp *qp)
 	bool was_err = qp->state == IB_QPS_ERR;
 
 	qp->state = IB_QPS_ERR;
-	qp->err_pending = false;
-	del_timer(&qp->retry_timer);
-	del_timer(&qp->rnr_timer);
+	qp->resp.err_pending = false;
+	del_timer(&qp->comp.retry_timer);
+	del_timer(&qp->comp.rnr_timer);
 	sroce_resp_stop_locked(qp);
 	sroce_sq_flush_locked(qp);
 	sroce_rq_flush_locked(qp);
@@ -357,7 +357,7 @@ static void sroce_err_work(struct work_struct *work)
 
 	spin_lock_bh(&qp->sq_lock);
 	spin_lock(&qp->rq_lock);
-	if (!qp->dead && (qp->err_pending || qp->state == IB_QPS_ERR))
+	if (!qp->dead && (qp->resp.err_pending || qp->state == IB_QPS_ERR))
 		sroce_qp_error_locked(qp);
 	spin_unlock(&qp->rq_lock);
 	spin_unlock_bh(&qp->sq_lock);
@@ -469,7 +469,7 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		err = -EINVAL;
 		goto out;
 	}
-	if (next == IB_QPS_SQD && cur == IB_QPS_SQD && qp->req_next != qp->sq.cons) {
+	if (next == IB_QPS_SQD && cur == IB_QPS_SQD && qp->req.next != qp->sq.cons) {
 		err = -EBUSY;	/* IBTA: no modify of SQD while draining */
 		goto out;
 	}
@@ -500,19 +500,19 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		qp->max_rd_atomic = attr->max_rd_atomic;
 	if (mask & IB_QP_MAX_DEST_RD_ATOMIC) {
 		qp->max_dest_rd_atomic = attr->max_dest_rd_atomic;
-		qp->nres = max_t(u32, attr->max_dest_rd_atomic, 1);
-		memset(qp->res, 0, SROCE_MAX_QP_RD_ATOM * sizeof(*qp->res));
-		qp->res_next = 0;
+		qp->resp.nres = max_t(u32, attr->max_dest_rd_atomic, 1);
+		memset(qp->resp.res, 0, SROCE_MAX_QP_RD_ATOM * sizeof(*qp->resp.res));
+		qp->resp.res_next = 0;
 	}
 	if (mask & IB_QP_RQ_PSN) {
 		qp->rq_psn = attr->rq_psn & SROCE_PSN_MASK;
-		qp->epsn = qp->rq_psn;
+		qp->resp.epsn = qp->rq_psn;
 	}
 	if (mask & IB_QP_SQ_PSN) {
 		qp->sq_psn = attr->sq_psn & SROCE_PSN_MASK;
-		qp->req_psn = qp->sq_psn;
-		qp->comp_psn = qp->sq_psn;
-		qp->psn_hi = qp->sq_psn;
+		qp->req.psn = qp->sq_psn;
+		qp->comp.psn = qp->sq_psn;
+		qp->req.psn_hi = qp->sq_psn;
 	}
 	if (mask & IB_QP_DEST_QPN)
 		qp->dest_qpn = attr->dest_qp_num & SROCE_QPN_MASK;
@@ -532,8 +532,8 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			if (cur == IB_QPS_SQE)
 				WRITE_ONCE(qp->sq.hdr->sq_idle, 1);
 			if (cur == IB_QPS_RTR) {
-				qp->retry_left = qp->retry_cnt;
-				qp->rnr_left = qp->rnr_retry;
+				qp->comp.retry_left = qp->retry_cnt;
+				qp->comp.rnr_left = qp->rnr_retry;
 			}
 			kick = true;
 			break;
@@ -545,7 +545,7 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		}
 		if (next != IB_QPS_ERR)
 			qp->state = next;
-		if (next == IB_QPS_SQD && qp->req_next == qp->sq.cons &&
+		if (next == IB_QPS_SQD && qp->req.next == qp->sq.cons &&
 		    qp->sqd_notify && ibqp->event_handler) {
 			struct ib_event ev = {
 				.device = ibqp->device,
@@ -582,14 +582,14 @@ int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->path_mtu = qp->path_mtu;
 	attr->path_mig_state = IB_MIG_MIGRATED;
 	attr->qkey = qp->qkey;
-	attr->rq_psn = qp->epsn;
-	attr->sq_psn = qp->req_psn;
+	attr->rq_psn = qp->resp.epsn;
+	attr->sq_psn = qp->req.psn;
 	attr->dest_qp_num = qp->dest_qpn;
 	attr->qp_access_flags = qp->access;
 	attr->pkey_index = qp->pkey_index;
 	attr->en_sqd_async_notify = qp->sqd_notify;
 	attr->sq_draining = qp->state == IB_QPS_SQD &&
-			    qp->req_next != qp->sq.cons;
+			    qp->req.next != qp->sq.cons;
 	attr->max_rd_atomic = qp->max_rd_atomic;
 	attr->max_dest_rd_atomic = qp->max_dest_rd_atomic;
 	attr->min_rnr_timer = qp->min_rnr_timer;
@@ -652,13 +652,13 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	sroce_qp_put(qp);
 	wait_for_completion(&qp->done);
 
-	del_timer_sync(&qp->retry_timer);
-	del_timer_sync(&qp->rnr_timer);
-	cancel_work_sync(&qp->req_work);
-	cancel_delayed_work_sync(&qp->resp_work);
+	del_timer_sync(&qp->comp.retry_timer);
+	del_timer_sync(&qp->comp.rnr_timer);
+	cancel_work_sync(&qp->req.work);
+	cancel_delayed_work_sync(&qp->resp.work);
 	cancel_work_sync(&qp->err_work);
-	del_timer_sync(&qp->retry_timer);
-	del_timer_sync(&qp->rnr_timer);
+	del_timer_sync(&qp->comp.retry_timer);
+	del_timer_sync(&qp->comp.rnr_timer);
 
 	/*
 	 * The backlog may hold this QP's own looped-back packets (a QP
@@ -678,8 +678,8 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 
 	rdma_destroy_ah_attr(&qp->ah_attr);
 
-	kfree(qp->res);
-	kfree(qp->rwqe);
+	kfree(qp->resp.res);
+	kfree(qp->resp.rwqe);
 	kvfree(qp->swqes);
 	sroce_wq_free(&qp->rq);
 	sroce_wq_free(&qp->sq);

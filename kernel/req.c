@@ -20,7 +20,7 @@
  * Since all progress of a WQE is a function of its first PSN, retransmitting
  * from any PSN ("go back N") only needs the WQE that PSN belongs to: a NAK
  * sequence error, an ACK or response that shows a READ response was lost,
- * and the retry timer all rewind req_next/req_psn. RNR NAKs rewind and wait
+ * and the retry timer all rewind req.next/req.psn. RNR NAKs rewind and wait
  * for the RNR timer. Retry and RNR budgets come from retry_cnt and
  * rnr_retry (7 = infinite for RNR) and are reset by any progress.
  */
@@ -106,13 +106,13 @@ static void __sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
 	    (wqe->wr.send_flags & SROCE_SEND_SIGNALED))
 		sroce_send_cqe(qp, wqe, status);
 	if (wqe->is_rd && wqe->started)
-		qp->rd_out--;
-	if (qp->req_next == qp->sq.cons) {
+		qp->req.rd_out--;
+	if (qp->req.next == qp->sq.cons) {
 		/* Completed while the requester was about to resend it. */
-		qp->req_next++;
+		qp->req.next++;
 		if (wqe->started &&
-		    sroce_psn_before_eq(qp->req_psn, wqe->last_psn))
-			qp->req_psn = sroce_psn_inc(wqe->last_psn);
+		    sroce_psn_before_eq(qp->req.psn, wqe->last_psn))
+			qp->req.psn = sroce_psn_inc(wqe->last_psn);
 	}
 	qp->sq.cons++;
 	sroce_wq_publish_cons(&qp->sq);
@@ -127,7 +127,7 @@ static void sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
 				enum ib_wc_status status)
 {
 	__sroce_complete_head(qp, wqe, status);
-	while (qp->sq.cons != qp->fetched && qp->sq.cons != qp->req_next) {
+	while (qp->sq.cons != qp->req.fetched && qp->sq.cons != qp->req.next) {
 		wqe = sroce_swqe_at(qp, qp->sq.cons);
 		if (!wqe->started || wqe->status ||
 		    !(sroce_op_is_local(wqe->wr.opcode) || wqe->resp_done))
@@ -228,14 +228,14 @@ static bool sroce_sq_fetch(struct sroce_qp *qp)
 {
 	struct sroce_wq *sq = &qp->sq;
 	bool broken = false;
-	u32 prod = sroce_wq_ring_prod(sq, qp->fetched, &broken);
+	u32 prod = sroce_wq_ring_prod(sq, qp->req.fetched, &broken);
 
 	if (broken)
 		return false;
-	while (qp->fetched != prod) {
-		const u8 *slot = sq->slots + (size_t)(qp->fetched & (sq->entries - 1)) *
+	while (qp->req.fetched != prod) {
+		const u8 *slot = sq->slots + (size_t)(qp->req.fetched & (sq->entries - 1)) *
 				 sq->wqe_size;
-		struct sroce_swqe *wqe = sroce_swqe_at(qp, qp->fetched);
+		struct sroce_swqe *wqe = sroce_swqe_at(qp, qp->req.fetched);
 		u32 room = sq->wqe_size - sizeof(wqe->wr), n;
 
 		memcpy(&wqe->wr, slot, sizeof(wqe->wr));
@@ -249,7 +249,7 @@ static bool sroce_sq_fetch(struct sroce_qp *qp)
 			    sizeof(struct sroce_sge);
 		memcpy(wqe->data, slot + sizeof(wqe->wr), n);
 		wqe->status = sroce_swqe_check(qp, wqe);
-		qp->fetched++;
+		qp->req.fetched++;
 	}
 	return true;
 }
@@ -279,13 +279,13 @@ void sroce_sq_flush_locked(struct sroce_qp *qp)
 
 	if (!sq->hdr)
 		return;
-	while (sq->cons != qp->fetched) {
+	while (sq->cons != qp->req.fetched) {
 		struct sroce_swqe *wqe = sroce_swqe_at(qp, sq->cons);
 
 		sroce_send_cqe(qp, wqe, IB_WC_WR_FLUSH_ERR);
 		sq->cons++;
 	}
-	prod = sroce_wq_ring_prod(sq, qp->fetched, &broken);
+	prod = sroce_wq_ring_prod(sq, qp->req.fetched, &broken);
 	while (!broken && sq->cons != prod) {
 		struct sroce_swqe *wqe = sroce_swqe_at(qp, sq->cons);
 
@@ -295,10 +295,10 @@ void sroce_sq_flush_locked(struct sroce_qp *qp)
 		sroce_send_cqe(qp, wqe, IB_WC_WR_FLUSH_ERR);
 		sq->cons++;
 	}
-	qp->fetched = sq->cons;
-	qp->req_next = sq->cons;
-	qp->rd_out = 0;
-	qp->rnr_wait = false;
+	qp->req.fetched = sq->cons;
+	qp->req.next = sq->cons;
+	qp->req.rd_out = 0;
+	qp->req.paused = false;
 	sroce_wq_publish_cons(sq);
 	WRITE_ONCE(sq->hdr->sq_idle, 1);
 }
@@ -310,20 +310,20 @@ void sroce_req_reset_locked(struct sroce_qp *qp)
 	bool broken = false;
 	u32 prod;
 
-	del_timer(&qp->retry_timer);
-	del_timer(&qp->rnr_timer);
+	del_timer(&qp->comp.retry_timer);
+	del_timer(&qp->comp.rnr_timer);
 	if (!sq->hdr)
 		return;
-	prod = sroce_wq_ring_prod(sq, qp->fetched, &broken);
-	sq->cons = broken ? qp->fetched : prod;
-	qp->fetched = sq->cons;
-	qp->req_next = sq->cons;
-	qp->rd_out = 0;
-	qp->rnr_wait = false;
-	qp->tx_holding = false;
-	qp->req_psn = 0;
-	qp->comp_psn = 0;
-	qp->psn_hi = 0;
+	prod = sroce_wq_ring_prod(sq, qp->req.fetched, &broken);
+	sq->cons = broken ? qp->req.fetched : prod;
+	qp->req.fetched = sq->cons;
+	qp->req.next = sq->cons;
+	qp->req.rd_out = 0;
+	qp->req.paused = false;
+	qp->req.tx_holding = false;
+	qp->req.psn = 0;
+	qp->comp.psn = 0;
+	qp->req.psn_hi = 0;
 	sroce_wq_publish_cons(sq);
 	WRITE_ONCE(sq->hdr->sq_idle, 1);
 }
@@ -521,23 +521,23 @@ static int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe,
  */
 static void sroce_retry_arm(struct sroce_qp *qp)
 {
-	u64 ns = sroce_ack_timeout_ns(qp->timeout) << qp->retry_shift;
+	u64 ns = sroce_ack_timeout_ns(qp->timeout) << qp->comp.retry_shift;
 
 	if (!ns || qp->dead)
 		return;
 	/* At least a few ms: timer and scheduling granularity. */
-	mod_timer(&qp->retry_timer, jiffies + max_t(unsigned long,
+	mod_timer(&qp->comp.retry_timer, jiffies + max_t(unsigned long,
 					nsecs_to_jiffies(ns), msecs_to_jiffies(4)));
 }
 
 static void sroce_req_defer(struct sroce_qp *qp)
 {
 	if (!qp->dead)
-		queue_work(system_highpri_wq, &qp->req_work);
+		queue_work(system_highpri_wq, &qp->req.work);
 }
 
 /*
- * Execute a local operation (REG_MR, LOCAL_INV) at req_next, in send queue
+ * Execute a local operation (REG_MR, LOCAL_INV) at req.next, in send queue
  * order: everything posted before it has been sent, nothing after it has.
  * It uses no PSN; it completes once everything before it has. Return false
  * if the requester has to stop here.
@@ -550,7 +550,7 @@ static bool sroce_req_local(struct sroce_qp *qp, struct sroce_swqe *wqe)
 	if (!wqe->started) {
 		if (qp->state == IB_QPS_SQD)
 			return false;
-		if ((wqe->wr.send_flags & SROCE_SEND_FENCE) && qp->rd_out)
+		if ((wqe->wr.send_flags & SROCE_SEND_FENCE) && qp->req.rd_out)
 			return false;
 		if (wqe->wr.opcode == SROCE_WR_REG_MR)
 			st = sroce_mr_fast_reg(qp->sdev, qp->pd, reg->key,
@@ -559,34 +559,34 @@ static bool sroce_req_local(struct sroce_qp *qp, struct sroce_swqe *wqe)
 					     wqe->wr.imm_data))
 			st = IB_WC_LOC_PROT_ERR;
 		wqe->npkts = 0;
-		wqe->first_psn = qp->req_psn;
-		wqe->last_psn = sroce_psn_add(qp->req_psn, SROCE_PSN_MAX);
+		wqe->first_psn = qp->req.psn;
+		wqe->last_psn = sroce_psn_add(qp->req.psn, SROCE_PSN_MAX);
 		wqe->started = true;
 		if (st) {
-			if (qp->req_next == qp->sq.cons)
+			if (qp->req.next == qp->sq.cons)
 				sroce_req_fail(qp, wqe, st);
 			else
 				wqe->status = st;
 			return false;
 		}
 	}
-	if (qp->req_next == qp->sq.cons)
-		sroce_complete_head(qp, wqe, IB_WC_SUCCESS);	/* moves req_next */
+	if (qp->req.next == qp->sq.cons)
+		sroce_complete_head(qp, wqe, IB_WC_SUCCESS);	/* moves req.next */
 	else
-		qp->req_next++;
+		qp->req.next++;
 	return true;
 }
 
 /*
- * The oldest PSN the requester still needs an answer for: comp_psn, or the
- * first PSN of the oldest WQE if that is a READ or atomic comp_psn has
+ * The oldest PSN the requester still needs an answer for: comp.psn, or the
+ * first PSN of the oldest WQE if that is a READ or atomic comp.psn has
  * passed (later PSNs acknowledged, its response lost).
  */
 static u32 sroce_req_base_psn(struct sroce_qp *qp)
 {
-	u32 lo = qp->comp_psn;
+	u32 lo = qp->comp.psn;
 
-	if (qp->sq.cons != qp->fetched) {
+	if (qp->sq.cons != qp->req.fetched) {
 		struct sroce_swqe *wqe = sroce_swqe_at(qp, qp->sq.cons);
 
 		if (wqe->started && wqe->is_rd &&
@@ -599,7 +599,7 @@ static u32 sroce_req_base_psn(struct sroce_qp *qp)
 /* PSNs sent and not answered yet: the in-flight window. */
 static u32 sroce_req_unacked(struct sroce_qp *qp)
 {
-	return sroce_psn_fwd(qp->req_psn, sroce_req_base_psn(qp));
+	return sroce_psn_fwd(qp->req.psn, sroce_req_base_psn(qp));
 }
 
 /*
@@ -615,19 +615,19 @@ static bool sroce_req_rd_resume(struct sroce_qp *qp, struct sroce_swqe *wqe)
 	if (!wqe->started)
 		return true;
 	if (wqe->resp_done) {
-		if (qp->req_next == qp->sq.cons) {
+		if (qp->req.next == qp->sq.cons) {
 			sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
 		} else {
-			qp->req_next++;
-			qp->req_psn = sroce_psn_inc(wqe->last_psn);
+			qp->req.next++;
+			qp->req.psn = sroce_psn_inc(wqe->last_psn);
 		}
 		return false;
 	}
 	if (wqe->wr.opcode != IB_UVERBS_WR_RDMA_READ)
 		return true;
 	from = sroce_psn_add(wqe->first_psn, wqe->read_done / qp->mtu);
-	if (sroce_psn_before(qp->req_psn, from))
-		qp->req_psn = from;
+	if (sroce_psn_before(qp->req.psn, from))
+		qp->req.psn = from;
 	return true;
 }
 
@@ -647,15 +647,15 @@ static bool sroce_tx_hold_expired(struct sroce_qp *qp)
 	unsigned long limit = ns ? nsecs_to_jiffies(ns) :
 			      msecs_to_jiffies(SROCE_TX_HOLD_MAX_MS);
 
-	if (!qp->tx_holding) {
-		qp->tx_holding = true;
-		qp->tx_hold_since = jiffies;
+	if (!qp->req.tx_holding) {
+		qp->req.tx_holding = true;
+		qp->req.tx_hold_since = jiffies;
 		return false;
 	}
 	limit = clamp_t(unsigned long, limit,
 			msecs_to_jiffies(SROCE_TX_HOLD_MIN_MS),
 			msecs_to_jiffies(SROCE_TX_HOLD_MAX_MS));
-	return time_after(jiffies, qp->tx_hold_since + limit);
+	return time_after(jiffies, qp->req.tx_hold_since + limit);
 }
 
 /* Run the requester with sq_lock held. */
@@ -682,26 +682,26 @@ static void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 		u32 k;
 		int st;
 
-		if (qp->req_next == qp->fetched) {
+		if (qp->req.next == qp->req.fetched) {
 			if (!sroce_sq_fetch(qp)) {
 				sroce_sq_broken(qp);
 				return;
 			}
-			if (qp->req_next == qp->fetched) {
+			if (qp->req.next == qp->req.fetched) {
 				/* Idle; then make sure no post slipped in. */
 				WRITE_ONCE(sq->hdr->sq_idle, 1);
 				smp_mb();
-				if (READ_ONCE(sq->hdr->producer) == qp->fetched)
+				if (READ_ONCE(sq->hdr->producer) == qp->req.fetched)
 					return;
 				WRITE_ONCE(sq->hdr->sq_idle, 0);
 				continue;
 			}
 		}
-		wqe = sroce_swqe_at(qp, qp->req_next);
+		wqe = sroce_swqe_at(qp, qp->req.next);
 
 		if (wqe->status) {
 			/* Fails once everything before it has completed. */
-			if (qp->req_next == sq->cons)
+			if (qp->req.next == sq->cons)
 				sroce_req_fail(qp, wqe, wqe->status);
 			return;
 		}
@@ -714,16 +714,16 @@ static void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 			}
 			continue;
 		}
-		if (qp->rnr_wait || sroce_tx_full(qp))
+		if (qp->req.paused || sroce_tx_full(qp))
 			return;
 		if (!wqe->started) {
 			if (qp->state == IB_QPS_SQD)
 				return;
 			if (wqe->is_rd &&
-			    qp->rd_out >= max_t(u32, qp->max_rd_atomic, 1))
+			    qp->req.rd_out >= max_t(u32, qp->max_rd_atomic, 1))
 				return;
 			if ((wqe->wr.send_flags & SROCE_SEND_FENCE) &&
-			    qp->rd_out)
+			    qp->req.rd_out)
 				return;
 			if (type == IB_QPT_RC &&
 			    sroce_req_unacked(qp) >= SROCE_MAX_UNACKED)
@@ -734,7 +734,7 @@ static void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 			 * them (or one READ) outstanding, so that the last of
 			 * them arrives within an ACK timeout.
 			 */
-			if (wqe->wr.opcode == IB_UVERBS_WR_RDMA_READ && qp->rd_out &&
+			if (wqe->wr.opcode == IB_UVERBS_WR_RDMA_READ && qp->req.rd_out &&
 			    sroce_req_unacked(qp) +
 			    DIV_ROUND_UP(wqe->len, qp->mtu) > SROCE_MAX_READ_PSNS)
 				return;
@@ -745,12 +745,12 @@ static void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 			else
 				wqe->npkts = max_t(u32, 1, DIV_ROUND_UP(wqe->len,
 								       qp->mtu));
-			wqe->first_psn = qp->req_psn;
+			wqe->first_psn = qp->req.psn;
 			wqe->last_psn = sroce_psn_add(wqe->first_psn,
 						      wqe->npkts - 1);
 			wqe->started = true;
 			if (wqe->is_rd)
-				qp->rd_out++;
+				qp->req.rd_out++;
 		} else if (type == IB_QPT_RC &&
 			   sroce_req_unacked(qp) >= SROCE_MAX_UNACKED &&
 			   wqe->wr.opcode != IB_UVERBS_WR_RDMA_READ) {
@@ -764,11 +764,11 @@ static void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 			}
 			continue;
 		}
-		k = sroce_psn_fwd(qp->req_psn, wqe->first_psn);
+		k = sroce_psn_fwd(qp->req.psn, wqe->first_psn);
 		if (type == IB_QPT_RC &&
 		    sroce_req_unacked(qp) + 1 >= SROCE_MAX_UNACKED)
 			ackreq = true;
-		st = sroce_req_send_pkt(qp, wqe, qp->req_psn, &ackreq);
+		st = sroce_req_send_pkt(qp, wqe, qp->req.psn, &ackreq);
 		if (st == -ENOBUFS) {
 			if (sroce_tx_hold_expired(qp)) {
 				sroce_req_fail(qp, sroce_swqe_at(qp, sq->cons),
@@ -776,15 +776,15 @@ static void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 				return;
 			}
 			/* Queue full: wait a tick, then go on from here. */
-			if (!qp->rnr_wait && !qp->dead) {
-				qp->rnr_wait = true;
-				mod_timer(&qp->rnr_timer, jiffies + 1);
+			if (!qp->req.paused && !qp->dead) {
+				qp->req.paused = true;
+				mod_timer(&qp->comp.rnr_timer, jiffies + 1);
 			}
 			return;
 		}
-		qp->tx_holding = false;
+		qp->req.tx_holding = false;
 		if (st) {
-			if (qp->req_next == sq->cons)
+			if (qp->req.next == sq->cons)
 				sroce_req_fail(qp, wqe, st);
 			else
 				wqe->status = st;
@@ -792,21 +792,21 @@ static void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 		}
 
 		if (wqe->wr.opcode == IB_UVERBS_WR_RDMA_READ) {
-			qp->req_psn = sroce_psn_inc(wqe->last_psn);
+			qp->req.psn = sroce_psn_inc(wqe->last_psn);
 			k = wqe->npkts - 1;
 		} else {
-			qp->req_psn = sroce_psn_inc(qp->req_psn);
+			qp->req.psn = sroce_psn_inc(qp->req.psn);
 		}
-		if (sroce_psn_after(qp->req_psn, qp->psn_hi))
-			qp->psn_hi = qp->req_psn;
-		if (type == IB_QPT_RC && !timer_pending(&qp->retry_timer))
+		if (sroce_psn_after(qp->req.psn, qp->req.psn_hi))
+			qp->req.psn_hi = qp->req.psn;
+		if (type == IB_QPT_RC && !timer_pending(&qp->comp.retry_timer))
 			sroce_retry_arm(qp);
 
 		if (k == wqe->npkts - 1) {
-			qp->req_next++;
+			qp->req.next++;
 			if (type != IB_QPT_RC) {
 				/* UC, UD: done once sent. */
-				qp->comp_psn = qp->req_psn;
+				qp->comp.psn = qp->req.psn;
 				sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
 			}
 		}
@@ -831,7 +831,7 @@ void sroce_req_kick(struct sroce_qp *qp)
 
 void sroce_req_work(struct work_struct *work)
 {
-	struct sroce_qp *qp = container_of(work, struct sroce_qp, req_work);
+	struct sroce_qp *qp = container_of(work, struct sroce_qp, req.work);
 
 	sroce_req_run(qp, SROCE_REQ_BUDGET * 4);
 	cond_resched();
@@ -1017,7 +1017,7 @@ static void sroce_go_back(struct sroce_qp *qp, u32 psn)
 {
 	u32 i;
 
-	for (i = qp->sq.cons; i != qp->fetched; i++) {
+	for (i = qp->sq.cons; i != qp->req.fetched; i++) {
 		struct sroce_swqe *wqe = sroce_swqe_at(qp, i);
 
 		if (!wqe->started)
@@ -1029,41 +1029,41 @@ static void sroce_go_back(struct sroce_qp *qp, u32 psn)
 		if (wqe->wr.opcode == IB_UVERBS_WR_RDMA_READ)
 			psn = sroce_psn_add(wqe->first_psn,
 					    wqe->read_done / qp->mtu);
-		if (i - qp->sq.cons > qp->req_next - qp->sq.cons ||
-		    (i == qp->req_next && sroce_psn_after_eq(psn, qp->req_psn)))
+		if (i - qp->sq.cons > qp->req.next - qp->sq.cons ||
+		    (i == qp->req.next && sroce_psn_after_eq(psn, qp->req.psn)))
 			return;
-		qp->req_next = i;
-		qp->req_psn = psn;
+		qp->req.next = i;
+		qp->req.psn = psn;
 		return;
 	}
 }
 
 /*
- * The requester is behind comp_psn: skip what that acknowledges, but stop
- * at a READ or atomic still waiting for its response (comp_psn passes it
+ * The requester is behind comp.psn: skip what that acknowledges, but stop
+ * at a READ or atomic still waiting for its response (comp.psn passes it
  * when later PSNs are acknowledged).
  */
 static void sroce_req_skip_acked(struct sroce_qp *qp)
 {
 	u32 i;
 
-	for (i = qp->req_next; i != qp->fetched; i++) {
+	for (i = qp->req.next; i != qp->req.fetched; i++) {
 		struct sroce_swqe *wqe = sroce_swqe_at(qp, i);
 
 		if (!wqe->started)
 			return;
 		if (wqe->is_rd && !wqe->resp_done) {
-			if (i != qp->req_next) {
-				qp->req_next = i;
-				qp->req_psn = wqe->first_psn;
+			if (i != qp->req.next) {
+				qp->req.next = i;
+				qp->req.psn = wqe->first_psn;
 			}
 			return;
 		}
 		if (wqe->npkts &&
-		    sroce_psn_in_range(qp->comp_psn, wqe->first_psn,
+		    sroce_psn_in_range(qp->comp.psn, wqe->first_psn,
 				       wqe->last_psn)) {
-			qp->req_next = i;
-			qp->req_psn = qp->comp_psn;
+			qp->req.next = i;
+			qp->req.psn = qp->comp.psn;
 			return;
 		}
 	}
@@ -1093,7 +1093,7 @@ static void sroce_read_gap(struct sroce_qp *qp, struct sroce_swqe *wqe,
 		return;
 	wqe->gap_asked = true;
 	wqe->gap_psn = expect;
-	if (sroce_swqe_pos(qp, wqe) < qp->req_next - qp->sq.cons &&
+	if (sroce_swqe_pos(qp, wqe) < qp->req.next - qp->sq.cons &&
 	    !sroce_req_send_pkt(qp, wqe, expect, &ackreq))
 		return;
 	sroce_go_back(qp, expect);
@@ -1110,7 +1110,7 @@ static bool sroce_comp_ack_upto(struct sroce_qp *qp, u32 psn)
 {
 	bool progress = false;
 
-	while (qp->sq.cons != qp->fetched) {
+	while (qp->sq.cons != qp->req.fetched) {
 		struct sroce_swqe *wqe = sroce_swqe_at(qp, qp->sq.cons);
 
 		if (!wqe->started)
@@ -1140,33 +1140,33 @@ static bool sroce_comp_ack_upto(struct sroce_qp *qp, u32 psn)
 		sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
 		progress = true;
 	}
-	if (sroce_psn_after(sroce_psn_inc(psn), qp->comp_psn) &&
-	    sroce_psn_before_eq(sroce_psn_inc(psn), qp->psn_hi)) {
-		qp->comp_psn = sroce_psn_inc(psn);
+	if (sroce_psn_after(sroce_psn_inc(psn), qp->comp.psn) &&
+	    sroce_psn_before_eq(sroce_psn_inc(psn), qp->req.psn_hi)) {
+		qp->comp.psn = sroce_psn_inc(psn);
 		progress = true;
 	}
 	/* Resending what has just been acknowledged is pointless. */
-	if (sroce_psn_before(qp->req_psn, qp->comp_psn))
+	if (sroce_psn_before(qp->req.psn, qp->comp.psn))
 		sroce_req_skip_acked(qp);
 	return progress;
 }
 
 /*
- * Is anything sent and not yet complete? (comp_psn can pass a READ whose
+ * Is anything sent and not yet complete? (comp.psn can pass a READ whose
  * responses were lost, when later PSNs are acknowledged.)
  */
 static bool sroce_req_outstanding(struct sroce_qp *qp)
 {
-	return qp->sq.cons != qp->fetched &&
+	return qp->sq.cons != qp->req.fetched &&
 	       sroce_swqe_at(qp, qp->sq.cons)->started;
 }
 
 static void sroce_comp_progress(struct sroce_qp *qp)
 {
-	qp->retry_left = qp->retry_cnt;
-	qp->retry_shift = 0;
+	qp->comp.retry_left = qp->retry_cnt;
+	qp->comp.retry_shift = 0;
 	if (!sroce_req_outstanding(qp))
-		del_timer(&qp->retry_timer);
+		del_timer(&qp->comp.retry_timer);
 	else
 		sroce_retry_arm(qp);
 }
@@ -1176,7 +1176,7 @@ static struct sroce_swqe *sroce_wqe_by_psn(struct sroce_qp *qp, u32 psn)
 {
 	u32 i;
 
-	for (i = qp->sq.cons; i != qp->fetched; i++) {
+	for (i = qp->sq.cons; i != qp->req.fetched; i++) {
 		struct sroce_swqe *wqe = sroce_swqe_at(qp, i);
 
 		if (!wqe->started)
@@ -1256,8 +1256,8 @@ static void sroce_comp_read_resp(struct sroce_qp *qp, const u8 *ip,
 		}
 	}
 	wqe->read_done += want;
-	if (sroce_psn_after(sroce_psn_inc(psn), qp->comp_psn))
-		qp->comp_psn = sroce_psn_inc(psn);
+	if (sroce_psn_after(sroce_psn_inc(psn), qp->comp.psn))
+		qp->comp.psn = sroce_psn_inc(psn);
 	if (last) {
 		wqe->resp_done = true;
 		if (wqe == sroce_swqe_at(qp, qp->sq.cons))
@@ -1289,8 +1289,8 @@ static void sroce_comp_atomic_ack(struct sroce_qp *qp, const u8 *ip,
 	}
 	/* Like READ responses, an answer behind a lost one is kept. */
 	wqe->resp_done = true;
-	if (sroce_psn_after(sroce_psn_inc(psn), qp->comp_psn))
-		qp->comp_psn = sroce_psn_inc(psn);
+	if (sroce_psn_after(sroce_psn_inc(psn), qp->comp.psn))
+		qp->comp.psn = sroce_psn_inc(psn);
 	if (wqe == sroce_swqe_at(qp, qp->sq.cons))
 		sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
 	sroce_comp_progress(qp);
@@ -1300,9 +1300,9 @@ static void sroce_rnr_arm(struct sroce_qp *qp, unsigned int code)
 {
 	u32 us = sroce_rnr_timer_us(code);
 
-	qp->rnr_wait = true;
+	qp->req.paused = true;
 	if (!qp->dead)
-		mod_timer(&qp->rnr_timer, jiffies + max_t(unsigned long,
+		mod_timer(&qp->comp.rnr_timer, jiffies + max_t(unsigned long,
 						usecs_to_jiffies(us), 1));
 }
 
@@ -1317,7 +1317,7 @@ static void sroce_comp_aeth(struct sroce_qp *qp, u8 syn, u32 psn)
 		if (sroce_comp_ack_upto(qp, psn))
 			sroce_comp_progress(qp);
 		else if (!sroce_req_outstanding(qp))
-			del_timer(&qp->retry_timer);
+			del_timer(&qp->comp.retry_timer);
 		break;
 	case SROCE_AETH_RNR_NAK:
 		sroce_cnt_inc(sdev, SROCE_CNT_RNR_NAK_RCVD);
@@ -1325,30 +1325,30 @@ static void sroce_comp_aeth(struct sroce_qp *qp, u8 syn, u32 psn)
 		wqe = sroce_wqe_by_psn(qp, psn);
 		if (!wqe)
 			break;
-		if (!qp->rnr_left) {
+		if (!qp->comp.rnr_left) {
 			if (wqe == sroce_swqe_at(qp, qp->sq.cons))
 				sroce_req_fail(qp, wqe, IB_WC_RNR_RETRY_EXC_ERR);
 			break;
 		}
 		if (qp->rnr_retry != 7)
-			qp->rnr_left--;
+			qp->comp.rnr_left--;
 		sroce_go_back(qp, psn);
-		del_timer(&qp->retry_timer);
+		del_timer(&qp->comp.retry_timer);
 		sroce_rnr_arm(qp, sroce_aeth_syn_value(syn));
 		break;
 	case SROCE_AETH_NAK:
 		switch (sroce_aeth_syn_value(syn)) {
 		case SROCE_NAK_PSN_SEQ_ERROR:
 			sroce_cnt_inc(sdev, SROCE_CNT_SEQ_NAK_RCVD);
-			if (!sroce_comp_ack_upto(qp, prev) && psn == qp->comp_psn) {
-				if (!qp->retry_left) {
+			if (!sroce_comp_ack_upto(qp, prev) && psn == qp->comp.psn) {
+				if (!qp->comp.retry_left) {
 					wqe = sroce_wqe_by_psn(qp, psn);
 					if (wqe && wqe == sroce_swqe_at(qp, qp->sq.cons))
 						sroce_req_fail(qp, wqe,
 							       IB_WC_RETRY_EXC_ERR);
 					break;
 				}
-				qp->retry_left--;
+				qp->comp.retry_left--;
 			}
 			sroce_go_back(qp, psn);
 			sroce_retry_arm(qp);
@@ -1382,7 +1382,7 @@ static bool sroce_comp_psn_ok(struct sroce_qp *qp, u32 psn)
 {
 	u32 lo = sroce_req_base_psn(qp);
 
-	return sroce_psn_fwd(psn, lo) < sroce_psn_fwd(qp->psn_hi, lo);
+	return sroce_psn_fwd(psn, lo) < sroce_psn_fwd(qp->req.psn_hi, lo);
 }
 
 /* A response (ACK, READ response, atomic ACK) arrived for @qp. Softirq. */
@@ -1432,7 +1432,7 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		break;
 	}
 
-	if (qp->state == IB_QPS_SQD && qp->sq.cons == qp->req_next &&
+	if (qp->state == IB_QPS_SQD && qp->sq.cons == qp->req.next &&
 	    qp->sqd_notify && qp->ibqp.event_handler) {
 		struct ib_event ev = {
 			.device = qp->ibqp.device,
@@ -1458,43 +1458,43 @@ static void sroce_retry_rewind(struct sroce_qp *qp)
 {
 	u32 i;
 
-	for (i = qp->sq.cons; i != qp->fetched; i++) {
+	for (i = qp->sq.cons; i != qp->req.fetched; i++) {
 		struct sroce_swqe *wqe = sroce_swqe_at(qp, i);
 
 		if (!wqe->started)
 			break;
 		wqe->gap_asked = false;
 	}
-	if (qp->sq.cons != qp->fetched) {
+	if (qp->sq.cons != qp->req.fetched) {
 		struct sroce_swqe *wqe = sroce_swqe_at(qp, qp->sq.cons);
 
 		if (wqe->started && wqe->is_rd)
 			sroce_go_back(qp, wqe->first_psn);
 	}
-	sroce_go_back(qp, qp->comp_psn);
+	sroce_go_back(qp, qp->comp.psn);
 }
 
 void sroce_retry_timer(struct timer_list *t)
 {
-	struct sroce_qp *qp = from_timer(qp, t, retry_timer);
+	struct sroce_qp *qp = from_timer(qp, t, comp.retry_timer);
 	struct sroce_swqe *wqe;
 
 	spin_lock_bh(&qp->sq_lock);
 	if (qp->dead || qp->type != IB_QPT_RC ||
 	    (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD) ||
-	    !sroce_req_outstanding(qp) || qp->rnr_wait)
+	    !sroce_req_outstanding(qp) || qp->req.paused)
 		goto out;
 	sroce_cnt_inc(qp->sdev, SROCE_CNT_RETRY);
-	if (!qp->retry_left) {
-		if (qp->sq.cons != qp->fetched) {
+	if (!qp->comp.retry_left) {
+		if (qp->sq.cons != qp->req.fetched) {
 			wqe = sroce_swqe_at(qp, qp->sq.cons);
 			sroce_req_fail(qp, wqe, IB_WC_RETRY_EXC_ERR);
 		}
 		goto out;
 	}
-	qp->retry_left--;
-	if (qp->retry_shift < 6)
-		qp->retry_shift++;
+	qp->comp.retry_left--;
+	if (qp->comp.retry_shift < 6)
+		qp->comp.retry_shift++;
 	sroce_retry_rewind(qp);
 	sroce_retry_arm(qp);
 	sroce_req_run_locked(qp, SROCE_REQ_BUDGET);
@@ -1504,10 +1504,10 @@ out:
 
 void sroce_rnr_timer(struct timer_list *t)
 {
-	struct sroce_qp *qp = from_timer(qp, t, rnr_timer);
+	struct sroce_qp *qp = from_timer(qp, t, comp.rnr_timer);
 
 	spin_lock_bh(&qp->sq_lock);
-	qp->rnr_wait = false;
+	qp->req.paused = false;
 	if (!qp->dead) {
 		sroce_retry_arm(qp);
 		sroce_req_run_locked(qp, SROCE_REQ_BUDGET);

@@ -10,7 +10,7 @@
  * READ responses and atomic ACKs, and ACKs for packets with AckReq.
  *
  * A READ whose responses exceed SROCE_RESP_BUDGET packets continues in
- * resp_work; requests that arrive meanwhile wait in qp->backlog (bounded) so
+ * resp_work; requests that arrive meanwhile wait in qp->resp.backlog (bounded) so
  * that responses leave in PSN order.
  *
  * Errors the requester must learn about become NAKs; errors that end the
@@ -47,7 +47,7 @@ static int sroce_resp_send(struct sroce_qp *qp, u8 opcode, u32 psn, u8 syn,
 {
 	const struct sroce_opcode_info *oi = sroce_opcode_lookup(opcode);
 	struct sroce_txpkt tp;
-	struct sroce_aeth aeth = { .syndrome = syn, .msn = qp->msn };
+	struct sroce_aeth aeth = { .syndrome = syn, .msn = qp->resp.msn };
 
 	if (sroce_tx_alloc(qp->sdev, &qp->av, oi->hdr_len, plen, &tp))
 		return -ENOBUFS;
@@ -91,7 +91,7 @@ static u32 sroce_rwqe_max_sge(struct sroce_qp *qp)
 	return qp->srq ? qp->srq->wq.max_sge : qp->rq.max_sge;
 }
 
-/* Take the next receive WQE into qp->rwqe: 0, -ENOSPC (none), -EIO (broken). */
+/* Take the next receive WQE into qp->resp.rwqe: 0, -ENOSPC (none), -EIO (broken). */
 static int sroce_rq_take(struct sroce_qp *qp)
 {
 	struct sroce_wq *rq = &qp->rq;
@@ -99,14 +99,14 @@ static int sroce_rq_take(struct sroce_qp *qp)
 	u32 prod;
 
 	if (qp->srq)
-		return sroce_srq_take(qp->srq, qp->rwqe, qp->rwqe_size);
+		return sroce_srq_take(qp->srq, qp->resp.rwqe, qp->resp.rwqe_size);
 
 	prod = sroce_wq_ring_prod(rq, rq->cons, &broken);
 	if (broken)
 		return -EIO;
 	if (prod == rq->cons)
 		return -ENOSPC;
-	memcpy(qp->rwqe, rq->slots + (size_t)(rq->cons & (rq->entries - 1)) *
+	memcpy(qp->resp.rwqe, rq->slots + (size_t)(rq->cons & (rq->entries - 1)) *
 	       rq->wqe_size, rq->wqe_size);
 	rq->cons++;
 	sroce_wq_publish_cons(rq);
@@ -130,7 +130,7 @@ static void sroce_rq_broken_event(struct sroce_qp *qp)
 		ev.event = IB_EVENT_SRQ_ERR;
 		qp->srq->ibsrq.event_handler(&ev, qp->srq->ibsrq.srq_context);
 	}
-	if (!qp->resp_err && qp->ibqp.event_handler) {
+	if (!qp->resp.failed && qp->ibqp.event_handler) {
 		ev.element.qp = &qp->ibqp;
 		ev.event = IB_EVENT_QP_FATAL;
 		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
@@ -185,10 +185,10 @@ void sroce_rq_flush_locked(struct sroce_qp *qp)
 	bool broken = false;
 	u32 prod;
 
-	if (qp->rwqe_valid) {
-		sroce_recv_cqe(qp, (void *)qp->rwqe, IB_WC_WR_FLUSH_ERR,
+	if (qp->resp.rwqe_valid) {
+		sroce_recv_cqe(qp, (void *)qp->resp.rwqe, IB_WC_WR_FLUSH_ERR,
 			       IB_WC_RECV, 0, 0, NULL, 0, false);
-		qp->rwqe_valid = false;
+		qp->resp.rwqe_valid = false;
 	}
 	if (qp->srq || !rq->hdr)
 		return;
@@ -212,13 +212,13 @@ void sroce_rq_flush_locked(struct sroce_qp *qp)
 
 static void sroce_resp_drop_write(struct sroce_qp *qp)
 {
-	qp->wr_rkey = 0;
-	qp->wr_left = 0;
+	qp->resp.write.rkey = 0;
+	qp->resp.write.left = 0;
 }
 
 static void sroce_read_job_end(struct sroce_qp *qp)
 {
-	memset(&qp->rj, 0, sizeof(qp->rj));
+	memset(&qp->resp.read, 0, sizeof(qp->resp.read));
 }
 
 /*
@@ -231,8 +231,8 @@ void sroce_resp_stop_locked(struct sroce_qp *qp)
 {
 	sroce_resp_drop_write(qp);
 	sroce_read_job_end(qp);
-	qp->in_msg = false;
-	skb_queue_purge(&qp->backlog);
+	qp->resp.in_msg = false;
+	skb_queue_purge(&qp->resp.backlog);
 }
 
 void sroce_resp_reset_locked(struct sroce_qp *qp)
@@ -242,17 +242,17 @@ void sroce_resp_reset_locked(struct sroce_qp *qp)
 	u32 prod;
 
 	sroce_resp_stop_locked(qp);
-	qp->rwqe_valid = false;
-	qp->recv_off = 0;
-	qp->nak_sent = false;
-	qp->uc_drop = false;
-	qp->resp_err = false;
-	qp->err_pending = false;
-	qp->epsn = 0;
-	qp->msn = 0;
-	if (qp->res)
-		memset(qp->res, 0, SROCE_MAX_QP_RD_ATOM * sizeof(*qp->res));
-	qp->res_next = 0;
+	qp->resp.rwqe_valid = false;
+	qp->resp.recv_off = 0;
+	qp->resp.nak_sent = false;
+	qp->resp.uc_drop = false;
+	qp->resp.failed = false;
+	qp->resp.err_pending = false;
+	qp->resp.epsn = 0;
+	qp->resp.msn = 0;
+	if (qp->resp.res)
+		memset(qp->resp.res, 0, SROCE_MAX_QP_RD_ATOM * sizeof(*qp->resp.res));
+	qp->resp.res_next = 0;
 	if (!qp->srq && rq->hdr) {
 		prod = sroce_wq_ring_prod(rq, rq->cons, &broken);
 		rq->cons = prod;
@@ -269,16 +269,16 @@ void sroce_resp_reset_locked(struct sroce_qp *qp)
 static void sroce_resp_fatal(struct sroce_qp *qp, u32 psn,
 			     enum sroce_nak_code nak, enum ib_wc_status status)
 {
-	if (qp->rwqe_valid && status != IB_WC_SUCCESS) {
-		sroce_recv_cqe(qp, (void *)qp->rwqe, status, IB_WC_RECV, 0, 0,
+	if (qp->resp.rwqe_valid && status != IB_WC_SUCCESS) {
+		sroce_recv_cqe(qp, (void *)qp->resp.rwqe, status, IB_WC_RECV, 0, 0,
 			       NULL, 0, false);
-		qp->rwqe_valid = false;
+		qp->resp.rwqe_valid = false;
 	}
 	if (qp->type == IB_QPT_RC)
 		sroce_send_nak(qp, psn, nak);
 	sroce_resp_stop_locked(qp);
-	qp->resp_err = true;
-	qp->err_pending = true;
+	qp->resp.failed = true;
+	qp->resp.err_pending = true;
 	if (!qp->dead)
 		queue_work(system_highpri_wq, &qp->err_work);
 }
@@ -292,9 +292,9 @@ static void sroce_uc_drop(struct sroce_qp *qp, u32 psn,
 			  const struct sroce_opcode_info *oi)
 {
 	sroce_resp_drop_write(qp);
-	qp->in_msg = false;
-	qp->uc_drop = !(oi->flags & SROCE_OPF_END);
-	qp->epsn = sroce_psn_inc(psn);
+	qp->resp.in_msg = false;
+	qp->resp.uc_drop = !(oi->flags & SROCE_OPF_END);
+	qp->resp.epsn = sroce_psn_inc(psn);
 }
 
 /*
@@ -316,13 +316,13 @@ static void sroce_resp_error(struct sroce_qp *qp, u32 psn,
 
 static void sroce_msn_bump(struct sroce_qp *qp)
 {
-	qp->msn = (qp->msn + 1) & SROCE_MSN_MASK;
+	qp->resp.msn = (qp->resp.msn + 1) & SROCE_MSN_MASK;
 }
 
-/* Bytes the receive WQE in qp->rwqe can take. */
+/* Bytes the receive WQE in qp->resp.rwqe can take. */
 static u64 sroce_rwqe_room(struct sroce_qp *qp)
 {
-	const struct sroce_recv_wqe *w = (const void *)qp->rwqe;
+	const struct sroce_recv_wqe *w = (const void *)qp->resp.rwqe;
 	const struct sroce_sge *sge = (const void *)(w + 1);
 	u32 i, n = min(w->num_sge, sroce_rwqe_max_sge(qp));
 	u64 room = 0;
@@ -340,7 +340,7 @@ static u64 sroce_rwqe_room(struct sroce_qp *qp)
 static int sroce_rwqe_place(struct sroce_qp *qp, u32 off, const u8 *data,
 			    u32 len)
 {
-	const struct sroce_recv_wqe *w = (const void *)qp->rwqe;
+	const struct sroce_recv_wqe *w = (const void *)qp->resp.rwqe;
 
 	return sroce_sge_copy(qp->sdev, qp->srq ? qp->srq->pd : qp->pd,
 			      (const void *)(w + 1),
@@ -359,11 +359,11 @@ static bool sroce_resp_get_rwqe(struct sroce_qp *qp, u32 psn,
 {
 	int err;
 
-	if (qp->rwqe_valid)
+	if (qp->resp.rwqe_valid)
 		return true;
 	err = sroce_rq_take(qp);
 	if (!err) {
-		qp->rwqe_valid = true;
+		qp->resp.rwqe_valid = true;
 		return true;
 	}
 	if (err != -ENOSPC) {
@@ -372,7 +372,7 @@ static bool sroce_resp_get_rwqe(struct sroce_qp *qp, u32 psn,
 	} else if (qp->type == IB_QPT_RC) {
 		sroce_cnt_inc(qp->sdev, SROCE_CNT_RNR_NAK_SENT);
 		sroce_send_ack(qp, psn, sroce_aeth_syn_rnr(qp->min_rnr_timer));
-		qp->nak_sent = true;
+		qp->resp.nak_sent = true;
 	} else {
 		sroce_uc_drop(qp, psn, oi);
 	}
@@ -405,7 +405,7 @@ static void sroce_resp_ud(struct sroce_qp *qp, const u8 *ip,
 		sroce_cnt_inc(qp->sdev, SROCE_CNT_DROP_MTU);
 		return;
 	}
-	if (!qp->rwqe_valid) {
+	if (!qp->resp.rwqe_valid) {
 		err = sroce_rq_take(qp);
 		if (err == -EIO) {
 			sroce_rq_broken_event(qp);
@@ -414,7 +414,7 @@ static void sroce_resp_ud(struct sroce_qp *qp, const u8 *ip,
 		}
 		if (err)
 			return;	/* UD: no receive WQE, the message is lost */
-		qp->rwqe_valid = true;
+		qp->resp.rwqe_valid = true;
 	}
 	if (sizeof(grh) + pkt->payload_len > sroce_rwqe_room(qp)) {
 		sroce_cnt_inc(qp->sdev, SROCE_CNT_DROP_UD_LEN);
@@ -435,14 +435,14 @@ static void sroce_resp_ud(struct sroce_qp *qp, const u8 *ip,
 	 * The network header type lets ib_core (ib_init_ah_attr_from_wc)
 	 * read the GIDs out of the GRH slot: rdma_cm over QP1 needs it.
 	 */
-	__sroce_recv_cqe(qp, (void *)qp->rwqe, st ? st : IB_WC_SUCCESS,
+	__sroce_recv_cqe(qp, (void *)qp->resp.rwqe, st ? st : IB_WC_SUCCESS,
 			 IB_WC_RECV, sizeof(grh) + pkt->payload_len,
 			 IB_WC_GRH | IB_WC_WITH_NETWORK_HDR_TYPE |
 			 (imm ? IB_WC_WITH_IMM : 0), imm, 0, deth.sqpn,
 			 pkt->ip_version == 6 ? RDMA_NETWORK_IPV6 :
 						RDMA_NETWORK_IPV4,
 			 sroce_bth_se(bth));
-	qp->rwqe_valid = false;
+	qp->resp.rwqe_valid = false;
 }
 
 /* ------------------------------------------------------------ RC and UC */
@@ -452,8 +452,8 @@ static struct sroce_rd_res *sroce_res_find(struct sroce_qp *qp, u8 kind,
 {
 	u32 i;
 
-	for (i = 0; i < qp->nres; i++) {
-		struct sroce_rd_res *r = &qp->res[i];
+	for (i = 0; i < qp->resp.nres; i++) {
+		struct sroce_rd_res *r = &qp->resp.res[i];
 
 		if (r->kind == kind &&
 		    sroce_psn_in_range(psn, r->first_psn, r->last_psn))
@@ -464,9 +464,9 @@ static struct sroce_rd_res *sroce_res_find(struct sroce_qp *qp, u8 kind,
 
 static struct sroce_rd_res *sroce_res_new(struct sroce_qp *qp)
 {
-	struct sroce_rd_res *r = &qp->res[qp->res_next];
+	struct sroce_rd_res *r = &qp->resp.res[qp->resp.res_next];
 
-	qp->res_next = (qp->res_next + 1) % qp->nres;
+	qp->resp.res_next = (qp->resp.res_next + 1) % qp->resp.nres;
 	return r;
 }
 
@@ -484,7 +484,7 @@ static u8 sroce_read_resp_opcode(bool first, bool last)
 /* Send READ responses of the current job, up to @budget. Return true when done. */
 static bool sroce_read_job_run(struct sroce_qp *qp, unsigned int budget)
 {
-	struct sroce_read_job *rj = &qp->rj;
+	struct sroce_read_job *rj = &qp->resp.read;
 
 	while (rj->active && budget--) {
 		if (sroce_tx_full(qp)) {
@@ -528,7 +528,7 @@ static bool sroce_read_job_run(struct sroce_qp *qp, unsigned int budget)
 static int sroce_read_start(struct sroce_qp *qp, u32 psn, u64 va, u32 rkey,
 			    u64 len)
 {
-	struct sroce_read_job *rj = &qp->rj;
+	struct sroce_read_job *rj = &qp->resp.read;
 	u32 npkts;
 
 	if (!(qp->access & IB_ACCESS_REMOTE_READ))
@@ -552,15 +552,15 @@ static int sroce_read_start(struct sroce_qp *qp, u32 psn, u64 va, u32 rkey,
 /* Continue later: right away, or after a tick if the queue was full. */
 static void sroce_resp_defer(struct sroce_qp *qp)
 {
-	unsigned long delay = qp->rj.stalled ? 1 : 0;
+	unsigned long delay = qp->resp.read.stalled ? 1 : 0;
 
-	qp->rj.stalled = false;
-	if (qp->rj.tx_wait) {
-		qp->rj.tx_wait = false;
+	qp->resp.read.stalled = false;
+	if (qp->resp.read.tx_wait) {
+		qp->resp.read.tx_wait = false;
 		return;
 	}
 	if (!qp->dead)
-		queue_delayed_work(system_highpri_wq, &qp->resp_work, delay);
+		queue_delayed_work(system_highpri_wq, &qp->resp.work, delay);
 }
 
 static void sroce_read_kick(struct sroce_qp *qp)
@@ -657,7 +657,7 @@ static void sroce_resp_dup(struct sroce_qp *qp, const u8 *ip,
 	default:
 		/* SEND, WRITE: acknowledge everything received so far. */
 		if (sroce_bth_ackreq(bth) || (pkt->info->flags & SROCE_OPF_END))
-			sroce_send_ack(qp, sroce_psn_add(qp->epsn, SROCE_PSN_MAX),
+			sroce_send_ack(qp, sroce_psn_add(qp->resp.epsn, SROCE_PSN_MAX),
 				       sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID));
 		return;
 	}
@@ -666,10 +666,10 @@ static void sroce_resp_dup(struct sroce_qp *qp, const u8 *ip,
 /* Is @oi allowed after the previous packet of the connection? */
 static bool sroce_seq_ok(struct sroce_qp *qp, const struct sroce_opcode_info *oi)
 {
-	if (!qp->in_msg)
+	if (!qp->resp.in_msg)
 		return oi->flags & SROCE_OPF_START;
 	/* Continue the same kind of message. */
-	return !(oi->flags & SROCE_OPF_START) && oi->kind == qp->msg_kind;
+	return !(oi->flags & SROCE_OPF_START) && oi->kind == qp->resp.msg_kind;
 }
 
 /*
@@ -705,13 +705,13 @@ static bool sroce_resp_send_op(struct sroce_qp *qp, const struct sroce_req_ctx *
 	if ((oi->flags & SROCE_OPF_START) && !sroce_resp_get_rwqe(qp, c->psn, oi))
 		return false;
 	if (oi->flags & SROCE_OPF_START)
-		qp->recv_off = 0;
-	if (qp->recv_off + (u64)c->pkt->payload_len > SROCE_MAX_MSG_SZ) {
+		qp->resp.recv_off = 0;
+	if (qp->resp.recv_off + (u64)c->pkt->payload_len > SROCE_MAX_MSG_SZ) {
 		sroce_resp_error(qp, c->psn, oi, SROCE_NAK_INVALID_REQUEST,
 				 IB_WC_LOC_LEN_ERR);
 		return false;
 	}
-	st = sroce_rwqe_place(qp, qp->recv_off, c->ip + c->pkt->payload_off,
+	st = sroce_rwqe_place(qp, qp->resp.recv_off, c->ip + c->pkt->payload_off,
 			      c->pkt->payload_len);
 	if (st) {
 		if (qp->type == IB_QPT_RC) {
@@ -720,14 +720,14 @@ static bool sroce_resp_send_op(struct sroce_qp *qp, const struct sroce_req_ctx *
 					 SROCE_NAK_REMOTE_OP_ERROR, st);
 		} else {
 			/* UC: the message is lost, the WQE completes in error. */
-			sroce_recv_cqe(qp, (void *)qp->rwqe, st, IB_WC_RECV,
+			sroce_recv_cqe(qp, (void *)qp->resp.rwqe, st, IB_WC_RECV,
 				       0, 0, NULL, 0, false);
-			qp->rwqe_valid = false;
+			qp->resp.rwqe_valid = false;
 			sroce_uc_drop(qp, c->psn, oi);
 		}
 		return false;
 	}
-	qp->recv_off += c->pkt->payload_len;
+	qp->resp.recv_off += c->pkt->payload_len;
 	if (oi->flags & SROCE_OPF_INV) {
 		/*
 		 * Remote invalidation: only a kernel consumer's
@@ -741,18 +741,18 @@ static bool sroce_resp_send_op(struct sroce_qp *qp, const struct sroce_req_ctx *
 					 IB_WC_REM_INV_REQ_ERR);
 			return false;
 		}
-		__sroce_recv_cqe(qp, (void *)qp->rwqe, IB_WC_SUCCESS,
-				 IB_WC_RECV, qp->recv_off,
+		__sroce_recv_cqe(qp, (void *)qp->resp.rwqe, IB_WC_SUCCESS,
+				 IB_WC_RECV, qp->resp.recv_off,
 				 IB_WC_WITH_INVALIDATE, NULL, rkey,
 				 qp->dest_qpn, 0, sroce_bth_se(c->bth));
-		qp->rwqe_valid = false;
+		qp->resp.rwqe_valid = false;
 		sroce_msn_bump(qp);
 	} else if (oi->flags & SROCE_OPF_END) {
-		sroce_recv_cqe(qp, (void *)qp->rwqe, IB_WC_SUCCESS,
-			       IB_WC_RECV, qp->recv_off,
+		sroce_recv_cqe(qp, (void *)qp->resp.rwqe, IB_WC_SUCCESS,
+			       IB_WC_RECV, qp->resp.recv_off,
 			       c->imm ? IB_WC_WITH_IMM : 0, c->imm,
 			       qp->dest_qpn, sroce_bth_se(c->bth));
-		qp->rwqe_valid = false;
+		qp->resp.rwqe_valid = false;
 		sroce_msn_bump(qp);
 	}
 	return true;
@@ -785,13 +785,13 @@ static bool sroce_resp_write_op(struct sroce_qp *qp, const struct sroce_req_ctx 
 					 IB_WC_SUCCESS);
 			return false;
 		}
-		qp->wr_rkey = reth.rkey;
-		qp->wr_va = reth.va;
-		qp->wr_left = reth.len;
-		qp->wr_len = reth.len;	/* byte_len of WRITE_IMM */
+		qp->resp.write.rkey = reth.rkey;
+		qp->resp.write.va = reth.va;
+		qp->resp.write.left = reth.len;
+		qp->resp.write.len = reth.len;	/* byte_len of WRITE_IMM */
 	}
-	if (plen > qp->wr_left ||
-	    ((oi->flags & SROCE_OPF_END) && plen != qp->wr_left)) {
+	if (plen > qp->resp.write.left ||
+	    ((oi->flags & SROCE_OPF_END) && plen != qp->resp.write.left)) {
 		sroce_resp_error(qp, c->psn, oi, SROCE_NAK_INVALID_REQUEST,
 				 IB_WC_SUCCESS);
 		return false;
@@ -800,8 +800,8 @@ static bool sroce_resp_write_op(struct sroce_qp *qp, const struct sroce_req_ctx 
 	if (c->imm && !sroce_resp_get_rwqe(qp, c->psn, oi))
 		return false;
 	if (plen) {
-		if (sroce_mr_copy(qp->sdev, qp->pd, qp->wr_rkey,
-				  IB_ACCESS_REMOTE_WRITE, qp->wr_va,
+		if (sroce_mr_copy(qp->sdev, qp->pd, qp->resp.write.rkey,
+				  IB_ACCESS_REMOTE_WRITE, qp->resp.write.va,
 				  (void *)(c->ip + c->pkt->payload_off), plen,
 				  SROCE_COPY_TO_MR)) {
 			sroce_resp_error(qp, c->psn, oi,
@@ -809,17 +809,17 @@ static bool sroce_resp_write_op(struct sroce_qp *qp, const struct sroce_req_ctx 
 					 IB_WC_SUCCESS);
 			return false;
 		}
-		qp->wr_va += plen;
-		qp->wr_left -= plen;
+		qp->resp.write.va += plen;
+		qp->resp.write.left -= plen;
 	}
 	if (oi->flags & SROCE_OPF_END) {
 		sroce_resp_drop_write(qp);
 		if (c->imm) {
-			sroce_recv_cqe(qp, (void *)qp->rwqe, IB_WC_SUCCESS,
+			sroce_recv_cqe(qp, (void *)qp->resp.rwqe, IB_WC_SUCCESS,
 				       IB_WC_RECV_RDMA_WITH_IMM,
-				       qp->wr_len, IB_WC_WITH_IMM, c->imm,
+				       qp->resp.write.len, IB_WC_WITH_IMM, c->imm,
 				       qp->dest_qpn, sroce_bth_se(c->bth));
-			qp->rwqe_valid = false;
+			qp->resp.rwqe_valid = false;
 		}
 		sroce_msn_bump(qp);
 	}
@@ -842,14 +842,14 @@ static void sroce_resp_read_op(struct sroce_qp *qp, const struct sroce_req_ctx *
 	*r = (struct sroce_rd_res) {
 		.kind = SROCE_KIND_READ_REQ,
 		.first_psn = c->psn,
-		.last_psn = qp->rj.last_psn,
+		.last_psn = qp->resp.read.last_psn,
 		.va = reth.va,
 		.rkey = reth.rkey,
 		.len = reth.len,
 	};
 	sroce_msn_bump(qp);
-	qp->in_msg = false;
-	qp->epsn = sroce_psn_inc(qp->rj.last_psn);
+	qp->resp.in_msg = false;
+	qp->resp.epsn = sroce_psn_inc(qp->resp.read.last_psn);
 	sroce_read_kick(qp);
 }
 
@@ -875,8 +875,8 @@ static void sroce_resp_atomic_op(struct sroce_qp *qp, const struct sroce_req_ctx
 		.orig = val,
 	};
 	sroce_msn_bump(qp);
-	qp->in_msg = false;
-	qp->epsn = sroce_psn_inc(c->psn);
+	qp->resp.in_msg = false;
+	qp->resp.epsn = sroce_psn_inc(c->psn);
 	sroce_put_be64(orig, val);
 	sroce_resp_send(qp, SROCE_OP_RC_ATOMIC_ACKNOWLEDGE, c->psn,
 			sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID), orig,
@@ -920,7 +920,7 @@ static void sroce_resp_exec(struct sroce_qp *qp, const u8 *ip,
 			return;
 		}
 		sroce_resp_drop_write(qp);
-		qp->in_msg = false;
+		qp->resp.in_msg = false;
 	}
 
 	switch (oi->kind) {
@@ -941,9 +941,9 @@ static void sroce_resp_exec(struct sroce_qp *qp, const u8 *ip,
 	}
 	if (!done)
 		return;
-	qp->in_msg = !(oi->flags & SROCE_OPF_END);
-	qp->msg_kind = oi->kind;
-	qp->epsn = sroce_psn_inc(c.psn);
+	qp->resp.in_msg = !(oi->flags & SROCE_OPF_END);
+	qp->resp.msg_kind = oi->kind;
+	qp->resp.epsn = sroce_psn_inc(c.psn);
 	if (qp->type == IB_QPT_RC && sroce_bth_ackreq(c.bth))
 		sroce_send_ack(qp, c.psn,
 			       sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID));
@@ -962,12 +962,12 @@ static void sroce_resp_process(struct sroce_qp *qp, struct sk_buff *skb,
 		return;
 	}
 
-	d = sroce_psn_diff(psn, qp->epsn);
+	d = sroce_psn_diff(psn, qp->resp.epsn);
 	if (type == IB_QPT_RC) {
 		if (d > 0) {
-			if (!qp->nak_sent) {
-				sroce_send_nak(qp, qp->epsn, SROCE_NAK_PSN_SEQ_ERROR);
-				qp->nak_sent = true;
+			if (!qp->resp.nak_sent) {
+				sroce_send_nak(qp, qp->resp.epsn, SROCE_NAK_PSN_SEQ_ERROR);
+				qp->resp.nak_sent = true;
 			}
 			return;
 		}
@@ -975,7 +975,7 @@ static void sroce_resp_process(struct sroce_qp *qp, struct sk_buff *skb,
 			sroce_resp_dup(qp, ip, pkt, psn);
 			return;
 		}
-		qp->nak_sent = false;
+		qp->resp.nak_sent = false;
 	} else {
 		/*
 		 * UC: a gap loses the message in progress. Its receive WQE,
@@ -983,15 +983,15 @@ static void sroce_resp_process(struct sroce_qp *qp, struct sk_buff *skb,
 		 */
 		if (d != 0) {
 			sroce_resp_drop_write(qp);
-			qp->in_msg = false;
-			qp->uc_drop = true;
+			qp->resp.in_msg = false;
+			qp->resp.uc_drop = true;
 		}
-		if (qp->uc_drop) {
+		if (qp->resp.uc_drop) {
 			if (!(pkt->info->flags & SROCE_OPF_START)) {
-				qp->epsn = sroce_psn_inc(psn);
+				qp->resp.epsn = sroce_psn_inc(psn);
 				return;
 			}
-			qp->uc_drop = false;
+			qp->resp.uc_drop = false;
 		}
 	}
 	sroce_resp_exec(qp, ip, pkt);
@@ -1000,7 +1000,7 @@ static void sroce_resp_process(struct sroce_qp *qp, struct sk_buff *skb,
 /* Does the responder execute requests in this state? rq_lock held. */
 static bool sroce_resp_active(struct sroce_qp *qp)
 {
-	return !qp->dead && !qp->resp_err &&
+	return !qp->dead && !qp->resp.failed &&
 	       (qp->state == IB_QPS_RTR || qp->state == IB_QPS_RTS ||
 		qp->state == IB_QPS_SQD || qp->state == IB_QPS_SQE);
 }
@@ -1038,9 +1038,9 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		kfree_skb(skb);
 		return;
 	}
-	if (qp->rj.active || !skb_queue_empty(&qp->backlog)) {
-		if (skb_queue_len(&qp->backlog) < SROCE_BACKLOG_MAX) {
-			__skb_queue_tail(&qp->backlog, skb);
+	if (qp->resp.read.active || !skb_queue_empty(&qp->resp.backlog)) {
+		if (skb_queue_len(&qp->resp.backlog) < SROCE_BACKLOG_MAX) {
+			__skb_queue_tail(&qp->resp.backlog, skb);
 			skb = NULL;
 		}
 		spin_unlock_bh(&qp->rq_lock);
@@ -1057,7 +1057,7 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 void sroce_resp_work(struct work_struct *work)
 {
 	struct sroce_qp *qp = container_of(to_delayed_work(work),
-					   struct sroce_qp, resp_work);
+					   struct sroce_qp, resp.work);
 	unsigned int budget = SROCE_RESP_BUDGET * 4;
 	struct sk_buff *skb;
 
@@ -1071,13 +1071,13 @@ void sroce_resp_work(struct work_struct *work)
 			sroce_resp_stop_locked(qp);
 			break;
 		}
-		if (qp->rj.active) {
+		if (qp->resp.read.active) {
 			if (!sroce_read_job_run(qp, SROCE_RESP_BUDGET) &&
-			    (qp->rj.stalled || qp->rj.tx_wait))
+			    (qp->resp.read.stalled || qp->resp.read.tx_wait))
 				break;
 			continue;	/* the job may also have ended in error */
 		}
-		skb = __skb_dequeue(&qp->backlog);
+		skb = __skb_dequeue(&qp->resp.backlog);
 		if (!skb)
 			break;
 		ip = skb_network_header(skb);
@@ -1089,7 +1089,7 @@ void sroce_resp_work(struct work_struct *work)
 		sroce_resp_process(qp, skb, &pkt);
 		consume_skb(skb);
 	}
-	if (qp->rj.active || !skb_queue_empty(&qp->backlog))
+	if (qp->resp.read.active || !skb_queue_empty(&qp->resp.backlog))
 		sroce_resp_defer(qp);
 	spin_unlock_bh(&qp->rq_lock);
 }

@@ -408,6 +408,72 @@ struct sroce_read_job {
 	u32			last_psn;
 };
 
+/*
+ * Requester state (req.c): which WQE and PSN go out next. Guarded by
+ * sq_lock; the completer (comp.c, also under sq_lock) moves next/psn back
+ * to resend.
+ */
+struct sroce_req_info {
+	u32			fetched;	/* WQEs copied from the SQ ring */
+	u32			next;		/* WQE the requester works on */
+	u32			psn;		/* next PSN to send */
+	u32			psn_hi;		/* next PSN never sent yet */
+	u32			rd_out;		/* READs/atomics started, not done */
+	bool			paused;		/* RNR NAK or full tx queue: wait for rnr_timer */
+	bool			tx_holding;	/* transmit refused since tx_hold_since */
+	unsigned long		tx_hold_since;	/* jiffies */
+	struct work_struct	work;		/* runs beyond a context's budget */
+};
+
+/*
+ * Completer state (comp.c): acknowledgements and the retry budgets. Guarded
+ * by sq_lock.
+ */
+struct sroce_comp_info {
+	u32			psn;		/* oldest PSN not acknowledged */
+	u8			retry_left;
+	u8			retry_shift;	/* ACK timer backoff */
+	u8			rnr_left;
+	struct timer_list	retry_timer;	/* ACK timeout */
+	struct timer_list	rnr_timer;	/* end of req.paused */
+};
+
+/* The target of the RDMA WRITE being received. */
+struct sroce_write_target {
+	u32			rkey;		/* looked up again for every packet */
+	u64			va;		/* where the next payload goes */
+	u32			left;		/* bytes still to come */
+	u32			len;		/* RETH length: byte_len of WRITE_IMM */
+};
+
+/*
+ * Responder state (resp.c): the receive side of RC, UC and UD. Guarded by
+ * rq_lock.
+ */
+struct sroce_resp_info {
+	u32			epsn;		/* next PSN expected */
+	u32			msn;
+	bool			nak_sent;	/* seq NAK or RNR NAK for epsn */
+	bool			uc_drop;	/* UC: skip to the next message */
+	bool			failed;		/* fatal responder error seen */
+	bool			err_pending;	/* err_work is to move the QP to ERR */
+	/* message being received (SEND / WRITE spanning packets) */
+	bool			in_msg;		/* inside a multi-packet message */
+	u8			msg_kind;	/* its SROCE_KIND_* */
+	bool			rwqe_valid;	/* rwqe holds a receive WQE */
+	u32			recv_off;	/* bytes placed into it */
+	struct sroce_recv_wqe	*rwqe;		/* copy of the receive WQE + SGEs */
+	u32			rwqe_size;
+	struct sroce_write_target write;
+	/* READ and atomic */
+	struct sroce_rd_res	*res;		/* max_dest_rd_atomic entries */
+	u32			nres;
+	u32			res_next;
+	struct sroce_read_job	read;		/* READ being answered */
+	struct sk_buff_head	backlog;	/* requests behind that READ */
+	struct delayed_work	work;		/* continues READ, backlog */
+};
+
 struct sroce_qp {
 	struct ib_qp		ibqp;
 	struct sroce_dev	*sdev;
@@ -441,6 +507,7 @@ struct sroce_qp {
 	enum ib_qp_state	state;
 	bool			dead;
 	bool			sqd_notify;	/* SQ_DRAINED event wanted */
+	struct work_struct	err_work;	/* moves the QP to ERR (qp.c) */
 
 	/* attributes (modify_qp, under both locks) */
 	u32			qkey;
@@ -466,49 +533,13 @@ struct sroce_qp {
 	struct sroce_wq		sq;
 	u8			*swqes;		/* kernel copies, swqe_size each */
 	u32			swqe_size;
-	u32			fetched;	/* WQEs copied from the ring */
-	u32			req_next;	/* WQE the requester works on */
-	u32			req_psn;	/* next PSN to send */
-	u32			comp_psn;	/* oldest PSN not acknowledged */
-	u32			psn_hi;		/* next PSN never sent yet */
-	u32			rd_out;		/* READs/atomics started, not done */
-	u8			retry_left;
-	u8			retry_shift;	/* ACK timer backoff */
-	u8			rnr_left;
-	bool			rnr_wait;	/* RNR NAK or full tx queue */
-	bool			tx_holding;	/* transmit refused since tx_hold_since */
-	unsigned long		tx_hold_since;	/* jiffies */
-	struct timer_list	retry_timer;
-	struct timer_list	rnr_timer;
-	struct work_struct	req_work;
+	struct sroce_req_info	req;
+	struct sroce_comp_info	comp;
 
 	/* ---- receive side: responder, under rq_lock ---- */
 	spinlock_t		rq_lock;
 	struct sroce_wq		rq;
-	u32			epsn;		/* next PSN expected */
-	u32			msn;
-	bool			nak_sent;	/* seq NAK or RNR NAK for epsn */
-	bool			uc_drop;	/* UC: skip to the next message */
-	bool			resp_err;	/* fatal responder error seen */
-	bool			err_pending;	/* err_work is to move the QP to ERR */
-	/* message being received (SEND / WRITE spanning packets) */
-	bool			rwqe_valid;
-	u32			recv_off;	/* bytes placed */
-	u8			*rwqe;		/* copy of the receive WQE */
-	u32			rwqe_size;
-	u32			wr_rkey;	/* WRITE target, looked up per packet */
-	u64			wr_va;
-	u32			wr_left;
-	u32			wr_len;		/* RETH length of the WRITE */
-	bool			in_msg;		/* inside a multi-packet message */
-	u8			msg_kind;	/* its SROCE_KIND_* */
-	struct sroce_rd_res	*res;		/* max_dest_rd_atomic entries */
-	u32			nres;
-	u32			res_next;
-	struct sroce_read_job	rj;
-	struct sk_buff_head	backlog;	/* packets behind a READ */
-	struct delayed_work	resp_work;
-	struct work_struct	err_work;
+	struct sroce_resp_info	resp;
 };
 
 /* A vmalloc_user() area offered to user space through mmap. */
