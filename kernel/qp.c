@@ -74,34 +74,6 @@ void sroce_qp_put(struct sroce_qp *qp)
 		complete(&qp->done);
 }
 
-/* ------------------------------------------------------------------ rings */
-
-/*
- * Read the producer index user space published, with acquire semantics so
- * that the WQEs before it are visible. @from is how far the kernel has read
- * the ring already (the SQ's req.fetched count, the consumer count of a receive
- * ring). A well-behaved process publishes a producer in [from, consumer +
- * entries]; anything else (a rewind below what was read, a jump past a full
- * ring) sets *broken and returns @from, so that no loop over the ring runs
- * past its size.
- */
-u32 sroce_wq_ring_prod(struct sroce_wq *wq, u32 from, bool *broken)
-{
-	u32 p = smp_load_acquire(&wq->hdr->producer);
-
-	if (p - from > wq->entries - (from - wq->cons)) {
-		*broken = true;
-		return from;
-	}
-	wq->prod = p;
-	return p;
-}
-
-void sroce_wq_publish_cons(struct sroce_wq *wq)
-{
-	smp_store_release(&wq->hdr->consumer, wq->cons);
-}
-
 /* Receive WQE slot size for max_sge SGEs. */
 static u32 sroce_recv_wqe_size(u32 max_sge)
 {

@@ -173,6 +173,38 @@ void sroce_wq_free(struct sroce_wq *wq)
 	wq->slots = NULL;
 }
 
+/*
+ * Read the producer index user space published, with acquire semantics so
+ * that the WQEs before it are visible. @from is how far the kernel has read
+ * the ring already (the SQ's req.fetched count, the consumer count of a receive
+ * ring). A well-behaved process publishes a producer in [from, consumer +
+ * entries]; anything else (a rewind below what was read, a jump past a full
+ * ring) sets *broken and returns @from, so that no loop over the ring runs
+ * past its size.
+ */
+u32 sroce_wq_ring_prod(struct sroce_wq *wq, u32 from, bool *broken)
+{
+	u32 p = smp_load_acquire(&wq->hdr->producer);
+
+	if (p - from > wq->entries - (from - wq->cons)) {
+		*broken = true;
+		return from;
+	}
+	wq->prod = p;
+	return p;
+}
+
+void sroce_wq_publish_cons(struct sroce_wq *wq)
+{
+	smp_store_release(&wq->hdr->consumer, wq->cons);
+}
+
+/* Slot @idx (any counter value) of @wq's ring. */
+void *sroce_wq_slot(struct sroce_wq *wq, u32 idx)
+{
+	return wq->slots + (size_t)(idx & (wq->entries - 1)) * wq->wqe_size;
+}
+
 static_assert(sizeof(struct ib_sge) == sizeof(struct sroce_sge));
 static_assert(offsetof(struct ib_sge, addr) == offsetof(struct sroce_sge, addr));
 static_assert(offsetof(struct ib_sge, length) ==
@@ -209,8 +241,7 @@ int sroce_wq_post_recv(struct sroce_wq *wq, const struct ib_recv_wr *wr,
 			err = -EINVAL;
 			break;
 		}
-		w = (struct sroce_recv_wqe *)(wq->slots +
-			(size_t)(prod & (wq->entries - 1)) * wq->wqe_size);
+		w = sroce_wq_slot(wq, prod);
 		w->wr_id = wr->wr_id;
 		w->num_sge = wr->num_sge;
 		w->reserved = 0;
@@ -222,5 +253,134 @@ int sroce_wq_post_recv(struct sroce_wq *wq, const struct ib_recv_wr *wr,
 	spin_unlock_irqrestore(&wq->post_lock, flags);
 	if (err)
 		*bad_wr = wr;
+	return err;
+}
+
+/*
+ * Write one kernel work request into slot @prod of @sq (not yet published).
+ * Return 0, -ENOMEM (queue full) or -EINVAL.
+ */
+static int sroce_wq_write_send(struct sroce_wq *sq, bool ud,
+			       const struct ib_send_wr *wr, u32 prod)
+{
+	struct sroce_send_wqe *w;
+	struct sroce_reg_wqe *reg;
+	u8 *data;
+	int i;
+
+	if (prod - READ_ONCE(sq->hdr->consumer) >= sq->entries)
+		return -ENOMEM;
+	w = sroce_wq_slot(sq, prod);
+	data = (u8 *)(w + 1);
+	memset(w, 0, sizeof(*w));
+	w->wr_id = wr->wr_id;
+	w->opcode = wr->opcode;
+	w->send_flags = wr->send_flags & (IB_SEND_FENCE | IB_SEND_SIGNALED |
+					  IB_SEND_SOLICITED | IB_SEND_INLINE);
+
+	switch (wr->opcode) {
+	case IB_WR_SEND:
+		break;
+	case IB_WR_SEND_WITH_IMM:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		memcpy(&w->imm_data, &wr->ex.imm_data, 4);
+		break;
+	case IB_WR_SEND_WITH_INV:
+	case IB_WR_LOCAL_INV:
+		w->imm_data = wr->ex.invalidate_rkey;
+		break;
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_READ:
+		break;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		w->wr.atomic.remote_addr = atomic_wr(wr)->remote_addr;
+		w->wr.atomic.compare_add = atomic_wr(wr)->compare_add;
+		w->wr.atomic.swap = atomic_wr(wr)->swap;
+		w->wr.atomic.rkey = atomic_wr(wr)->rkey;
+		break;
+	case IB_WR_REG_MR:
+		reg = (struct sroce_reg_wqe *)w->wr.raw;
+		if ((reg_wr(wr)->key >> 8) != (reg_wr(wr)->mr->lkey >> 8))
+			return -EINVAL;
+		reg->key = reg_wr(wr)->key;
+		reg->access = reg_wr(wr)->access;
+		w->send_flags &= ~IB_SEND_INLINE;
+		return 0;
+	default:
+		return -EINVAL;
+	}
+	if (wr->opcode == IB_WR_RDMA_WRITE ||
+	    wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM ||
+	    wr->opcode == IB_WR_RDMA_READ) {
+		w->wr.rdma.remote_addr = rdma_wr(wr)->remote_addr;
+		w->wr.rdma.rkey = rdma_wr(wr)->rkey;
+	}
+	if (ud) {
+		if (!ud_wr(wr)->ah)
+			return -EINVAL;
+		w->wr.ud.ah_num = sroce_ah_num(ud_wr(wr)->ah);
+		w->wr.ud.remote_qpn = ud_wr(wr)->remote_qpn;
+		w->wr.ud.remote_qkey = ud_wr(wr)->remote_qkey;
+	}
+	if (wr->opcode == IB_WR_LOCAL_INV)
+		return 0;
+
+	if (wr->num_sge < 0)
+		return -EINVAL;
+	if (wr->send_flags & IB_SEND_INLINE) {
+		u32 len = 0;
+
+		for (i = 0; i < wr->num_sge; i++) {
+			const struct ib_sge *sge = &wr->sg_list[i];
+
+			if (sge->length > sq->max_inline - len)
+				return -EINVAL;
+			memcpy(data + len, (void *)(uintptr_t)sge->addr,
+			       sge->length);
+			len += sge->length;
+		}
+		w->inline_len = len;
+	} else {
+		if (wr->num_sge > sq->max_sge)
+			return -EINVAL;
+		w->num_sge = wr->num_sge;
+		memcpy(data, wr->sg_list, wr->num_sge * sizeof(struct ib_sge));
+	}
+	return 0;
+}
+
+/**
+ * sroce_wq_post_send - write send work requests into a kernel SQ ring
+ * @sq: the send queue of a kernel QP
+ * @ud: the QP is UD (work requests carry an AH)
+ * @wr: the chain
+ * @bad_wr: set to the first one not posted
+ *
+ * Any context. The requester sees the WQEs once producer moves.
+ *
+ * Return: 0, -ENOMEM if the ring is full, -EINVAL for a bad work request.
+ */
+int sroce_wq_post_send(struct sroce_wq *sq, bool ud,
+		       const struct ib_send_wr *wr,
+		       const struct ib_send_wr **bad_wr)
+{
+	unsigned long flags;
+	int err = 0;
+	u32 prod;
+
+	spin_lock_irqsave(&sq->post_lock, flags);
+	prod = sq->hdr->producer;
+	for (; wr; wr = wr->next) {
+		err = sroce_wq_write_send(sq, ud, wr, prod);
+		if (err) {
+			*bad_wr = wr;
+			break;
+		}
+		prod++;
+	}
+	/* WQEs before the index: pairs with sroce_wq_ring_prod(). */
+	smp_store_release(&sq->hdr->producer, prod);
+	spin_unlock_irqrestore(&sq->post_lock, flags);
 	return err;
 }

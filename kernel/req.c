@@ -1,28 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * sroce - the send side of a QP: requester and completer.
+ * sroce - the requester: send WQEs become packets.
  *
- * The requester turns send WQEs into packets. It runs to completion in the
- * context that has work for it, under sq_lock, up to a budget of packets:
- * the doorbell system call (post_send), the completer when ACKs open the
- * window (softirq), the retry and RNR timers (softirq). Work beyond the
- * budget goes to req_work. Packets are built and handed to the IP layer
- * under sq_lock, so they leave in PSN order.
+ * The requester runs to completion in the context that has work for it,
+ * under sq_lock, up to a budget of packets: the doorbell system call
+ * (post_send), the completer when ACKs open the window (softirq), the retry
+ * and RNR timers (softirq). Work beyond the budget goes to req.work.
+ * Packets are built and handed to the IP layer under sq_lock, so they leave
+ * in PSN order.
  *
  * WQEs are copied out of the mapped ring into kernel memory (qp->swqes, same
  * index) when the requester first sees them and are validated there; the
  * ring slot is not read again. The ring's consumer index moves when a WQE
- * completes, which for RC is when it is acknowledged.
- *
- * RC reliability (IBTA vol. 1 ch. 9.7): every packet has a PSN; the
+ * completes, which for RC is when it is acknowledged (comp.c). The
  * requester keeps at most SROCE_MAX_UNACKED PSNs unacknowledged and asks for
  * an ACK at the end of each message and every SROCE_ACKREQ_EVERY packets.
- * Since all progress of a WQE is a function of its first PSN, retransmitting
- * from any PSN ("go back N") only needs the WQE that PSN belongs to: a NAK
- * sequence error, an ACK or response that shows a READ response was lost,
- * and the retry timer all rewind req.next/req.psn. RNR NAKs rewind and wait
- * for the RNR timer. Retry and RNR budgets come from retry_cnt and
- * rnr_retry (7 = infinite for RNR) and are reset by any progress.
  */
 
 #include <linux/highmem.h>
@@ -30,16 +22,9 @@
 
 #include "sroce.h"
 
-#define SROCE_REQ_BUDGET	64	/* packets per run before deferring */
 #define SROCE_MAX_UNACKED	512	/* RC PSNs in flight */
 #define SROCE_MAX_READ_PSNS	128	/* READ response PSNs in flight */
 #define SROCE_ACKREQ_EVERY	32
-
-static struct sroce_swqe *sroce_swqe_at(struct sroce_qp *qp, u32 idx)
-{
-	return (struct sroce_swqe *)(qp->swqes + (size_t)(idx & (qp->sq.entries - 1)) *
-				     qp->swqe_size);
-}
 
 static enum ib_wc_opcode sroce_wc_opcode(u32 op)
 {
@@ -73,12 +58,6 @@ static bool sroce_op_is_rd(u32 op)
 static bool sroce_op_is_local(u32 op)
 {
 	return op == IB_UVERBS_WR_LOCAL_INV || op == SROCE_WR_REG_MR;
-}
-
-static bool sroce_op_is_atomic(u32 op)
-{
-	return op == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
-	       op == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD;
 }
 
 /* ---------------------------------------------------------- completions */
@@ -123,7 +102,7 @@ static void __sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
  * right behind it that have executed and the READs whose responses have
  * all arrived: they only waited for their predecessors.
  */
-static void sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
+void sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
 				enum ib_wc_status status)
 {
 	__sroce_complete_head(qp, wqe, status);
@@ -137,7 +116,7 @@ static void sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
 }
 
 /* A WQE failed: complete it with @status, then the QP enters ERR (RC) or SQE. */
-static void sroce_req_fail(struct sroce_qp *qp, struct sroce_swqe *wqe,
+void sroce_req_fail(struct sroce_qp *qp, struct sroce_swqe *wqe,
 			   enum ib_wc_status status)
 {
 	/* Everything before it has completed already: it is the head. */
@@ -233,8 +212,7 @@ static bool sroce_sq_fetch(struct sroce_qp *qp)
 	if (broken)
 		return false;
 	while (qp->req.fetched != prod) {
-		const u8 *slot = sq->slots + (size_t)(qp->req.fetched & (sq->entries - 1)) *
-				 sq->wqe_size;
+		const u8 *slot = sroce_wq_slot(sq, qp->req.fetched);
 		struct sroce_swqe *wqe = sroce_swqe_at(qp, qp->req.fetched);
 		u32 room = sq->wqe_size - sizeof(wqe->wr), n;
 
@@ -289,8 +267,7 @@ void sroce_sq_flush_locked(struct sroce_qp *qp)
 	while (!broken && sq->cons != prod) {
 		struct sroce_swqe *wqe = sroce_swqe_at(qp, sq->cons);
 
-		memcpy(&wqe->wr, sq->slots + (size_t)(sq->cons & (sq->entries - 1)) *
-		       sq->wqe_size, sizeof(wqe->wr));
+		memcpy(&wqe->wr, sroce_wq_slot(sq, sq->cons), sizeof(wqe->wr));
 		wqe->len = 0;
 		sroce_send_cqe(qp, wqe, IB_WC_WR_FLUSH_ERR);
 		sq->cons++;
@@ -334,7 +311,7 @@ void sroce_req_reset_locked(struct sroce_qp *qp)
  * Copy @len bytes at message offset @off between the WQE's local buffers
  * (SGE list or inline data) and @buf. Return 0 or a completion status.
  */
-static int sroce_wqe_copy(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 off,
+int sroce_wqe_copy(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 off,
 			  u8 *buf, u32 len, enum sroce_copy_dir dir)
 {
 	if (wqe->wr.send_flags & SROCE_SEND_INLINE) {
@@ -407,7 +384,7 @@ static u8 sroce_req_opcode(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 k)
  * the transmit queue is full (not sent), or a completion status for a
  * local error.
  */
-static int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe,
+int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe,
 			      u32 psn, bool *ackreq)
 {
 	const struct sroce_av *av = qp->type == IB_QPT_UD ? &wqe->av :
@@ -513,23 +490,6 @@ static int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe,
 
 /* -------------------------------------------------------------- requester */
 
-/*
- * The ACK timer. Consecutive timeouts without progress double the wait (up
- * to 64 times the QP's timeout): a software NIC's queues can hold more than
- * one timeout's worth of data, and resending a whole window into them only
- * makes the next timeout more likely. IBTA's timeout is a minimum.
- */
-static void sroce_retry_arm(struct sroce_qp *qp)
-{
-	u64 ns = sroce_ack_timeout_ns(qp->timeout) << qp->comp.retry_shift;
-
-	if (!ns || qp->dead)
-		return;
-	/* At least a few ms: timer and scheduling granularity. */
-	mod_timer(&qp->comp.retry_timer, jiffies + max_t(unsigned long,
-					nsecs_to_jiffies(ns), msecs_to_jiffies(4)));
-}
-
 static void sroce_req_defer(struct sroce_qp *qp)
 {
 	if (!qp->dead)
@@ -582,7 +542,7 @@ static bool sroce_req_local(struct sroce_qp *qp, struct sroce_swqe *wqe)
  * first PSN of the oldest WQE if that is a READ or atomic comp.psn has
  * passed (later PSNs acknowledged, its response lost).
  */
-static u32 sroce_req_base_psn(struct sroce_qp *qp)
+u32 sroce_req_base_psn(struct sroce_qp *qp)
 {
 	u32 lo = qp->comp.psn;
 
@@ -659,7 +619,7 @@ static bool sroce_tx_hold_expired(struct sroce_qp *qp)
 }
 
 /* Run the requester with sq_lock held. */
-static void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
+void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 {
 	enum ib_qp_type type = qp->type;
 	struct sroce_wq *sq = &qp->sq;
@@ -837,103 +797,6 @@ void sroce_req_work(struct work_struct *work)
 	cond_resched();
 }
 
-/*
- * Write one kernel work request into the next SQ slot (not yet published).
- * Return 0, -ENOMEM (queue full) or -EINVAL.
- */
-static int sroce_kwqe_write(struct sroce_qp *qp, const struct ib_send_wr *wr,
-			    u32 prod)
-{
-	struct sroce_wq *sq = &qp->sq;
-	struct sroce_send_wqe *w;
-	struct sroce_reg_wqe *reg;
-	u8 *data;
-	int i;
-
-	if (prod - READ_ONCE(sq->hdr->consumer) >= sq->entries)
-		return -ENOMEM;
-	w = (struct sroce_send_wqe *)(sq->slots +
-				      (size_t)(prod & (sq->entries - 1)) *
-				      sq->wqe_size);
-	data = (u8 *)(w + 1);
-	memset(w, 0, sizeof(*w));
-	w->wr_id = wr->wr_id;
-	w->opcode = wr->opcode;
-	w->send_flags = wr->send_flags & (IB_SEND_FENCE | IB_SEND_SIGNALED |
-					  IB_SEND_SOLICITED | IB_SEND_INLINE);
-
-	switch (wr->opcode) {
-	case IB_WR_SEND:
-		break;
-	case IB_WR_SEND_WITH_IMM:
-	case IB_WR_RDMA_WRITE_WITH_IMM:
-		memcpy(&w->imm_data, &wr->ex.imm_data, 4);
-		break;
-	case IB_WR_SEND_WITH_INV:
-	case IB_WR_LOCAL_INV:
-		w->imm_data = wr->ex.invalidate_rkey;
-		break;
-	case IB_WR_RDMA_WRITE:
-	case IB_WR_RDMA_READ:
-		break;
-	case IB_WR_ATOMIC_CMP_AND_SWP:
-	case IB_WR_ATOMIC_FETCH_AND_ADD:
-		w->wr.atomic.remote_addr = atomic_wr(wr)->remote_addr;
-		w->wr.atomic.compare_add = atomic_wr(wr)->compare_add;
-		w->wr.atomic.swap = atomic_wr(wr)->swap;
-		w->wr.atomic.rkey = atomic_wr(wr)->rkey;
-		break;
-	case IB_WR_REG_MR:
-		reg = (struct sroce_reg_wqe *)w->wr.raw;
-		if ((reg_wr(wr)->key >> 8) != (reg_wr(wr)->mr->lkey >> 8))
-			return -EINVAL;
-		reg->key = reg_wr(wr)->key;
-		reg->access = reg_wr(wr)->access;
-		w->send_flags &= ~IB_SEND_INLINE;
-		return 0;
-	default:
-		return -EINVAL;
-	}
-	if (wr->opcode == IB_WR_RDMA_WRITE ||
-	    wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM ||
-	    wr->opcode == IB_WR_RDMA_READ) {
-		w->wr.rdma.remote_addr = rdma_wr(wr)->remote_addr;
-		w->wr.rdma.rkey = rdma_wr(wr)->rkey;
-	}
-	if (qp->type == IB_QPT_UD) {
-		if (!ud_wr(wr)->ah)
-			return -EINVAL;
-		w->wr.ud.ah_num = sroce_ah_num(ud_wr(wr)->ah);
-		w->wr.ud.remote_qpn = ud_wr(wr)->remote_qpn;
-		w->wr.ud.remote_qkey = ud_wr(wr)->remote_qkey;
-	}
-	if (wr->opcode == IB_WR_LOCAL_INV)
-		return 0;
-
-	if (wr->num_sge < 0)
-		return -EINVAL;
-	if (wr->send_flags & IB_SEND_INLINE) {
-		u32 len = 0;
-
-		for (i = 0; i < wr->num_sge; i++) {
-			const struct ib_sge *sge = &wr->sg_list[i];
-
-			if (sge->length > sq->max_inline - len)
-				return -EINVAL;
-			memcpy(data + len, (void *)(uintptr_t)sge->addr,
-			       sge->length);
-			len += sge->length;
-		}
-		w->inline_len = len;
-	} else {
-		if (wr->num_sge > sq->max_sge)
-			return -EINVAL;
-		w->num_sge = wr->num_sge;
-		memcpy(data, wr->sg_list, wr->num_sge * sizeof(struct ib_sge));
-	}
-	return 0;
-}
-
 /* Run the requester, or leave it to req_work where sq_lock cannot be taken. */
 static void sroce_req_kick_any(struct sroce_qp *qp)
 {
@@ -950,9 +813,7 @@ static int sroce_post_send_kernel(struct sroce_qp *qp,
 {
 	struct sroce_wq *sq = &qp->sq;
 	enum ib_qp_state state = READ_ONCE(qp->state);
-	unsigned long flags;
-	int err = 0;
-	u32 prod;
+	int err;
 
 	/* IBTA 10.8.2: posting to a send queue before RTS is an error. */
 	if (state == IB_QPS_RESET || state == IB_QPS_INIT ||
@@ -961,21 +822,14 @@ static int sroce_post_send_kernel(struct sroce_qp *qp,
 		return -EINVAL;
 	}
 
-	spin_lock_irqsave(&sq->post_lock, flags);
-	prod = sq->hdr->producer;
-	for (; wr; wr = wr->next) {
-		err = sroce_kwqe_write(qp, wr, prod);
-		if (err) {
-			*bad_wr = wr;
-			break;
-		}
-		prod++;
-	}
-	/* WQEs before the index: pairs with sroce_wq_ring_prod(). */
-	smp_store_release(&sq->hdr->producer, prod);
-	spin_unlock_irqrestore(&sq->post_lock, flags);
+	err = sroce_wq_post_send(sq, qp->type == IB_QPT_UD, wr, bad_wr);
 
-	/* As the provider does: the engine looks again unless it is idle. */
+	/*
+	 * As the provider does: the producer store before the sq_idle load,
+	 * pairing with the smp_mb() of an idle requester between its sq_idle
+	 * store and its producer load. Either it sees the new WQEs, or we
+	 * see it idle and run it.
+	 */
 	smp_mb();
 	if (READ_ONCE(sq->hdr->sq_idle))
 		sroce_req_kick_any(qp);
@@ -1004,513 +858,4 @@ int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	}
 	sroce_req_kick(qp);
 	return 0;
-}
-
-/* ---------------------------------------------------------------- rewind */
-
-/*
- * Resend from @psn (NAK sequence error, lost responses, timeout): move the
- * requester back to the WQE @psn belongs to (a READ resumes with what has
- * not arrived), unless it is behind that already and will get there.
- */
-static void sroce_go_back(struct sroce_qp *qp, u32 psn)
-{
-	u32 i;
-
-	for (i = qp->sq.cons; i != qp->req.fetched; i++) {
-		struct sroce_swqe *wqe = sroce_swqe_at(qp, i);
-
-		if (!wqe->started)
-			break;
-		if (!wqe->npkts)
-			continue;	/* a local operation */
-		if (!sroce_psn_in_range(psn, wqe->first_psn, wqe->last_psn))
-			continue;
-		if (wqe->wr.opcode == IB_UVERBS_WR_RDMA_READ)
-			psn = sroce_psn_add(wqe->first_psn,
-					    wqe->read_done / qp->mtu);
-		if (i - qp->sq.cons > qp->req.next - qp->sq.cons ||
-		    (i == qp->req.next && sroce_psn_after_eq(psn, qp->req.psn)))
-			return;
-		qp->req.next = i;
-		qp->req.psn = psn;
-		return;
-	}
-}
-
-/*
- * The requester is behind comp.psn: skip what that acknowledges, but stop
- * at a READ or atomic still waiting for its response (comp.psn passes it
- * when later PSNs are acknowledged).
- */
-static void sroce_req_skip_acked(struct sroce_qp *qp)
-{
-	u32 i;
-
-	for (i = qp->req.next; i != qp->req.fetched; i++) {
-		struct sroce_swqe *wqe = sroce_swqe_at(qp, i);
-
-		if (!wqe->started)
-			return;
-		if (wqe->is_rd && !wqe->resp_done) {
-			if (i != qp->req.next) {
-				qp->req.next = i;
-				qp->req.psn = wqe->first_psn;
-			}
-			return;
-		}
-		if (wqe->npkts &&
-		    sroce_psn_in_range(qp->comp.psn, wqe->first_psn,
-				       wqe->last_psn)) {
-			qp->req.next = i;
-			qp->req.psn = qp->comp.psn;
-			return;
-		}
-	}
-}
-
-/* Position of @wqe in the send queue, counted from the oldest WQE. */
-static u32 sroce_swqe_pos(struct sroce_qp *qp, const struct sroce_swqe *wqe)
-{
-	u32 slot = ((const u8 *)wqe - qp->swqes) / qp->swqe_size;
-
-	return (slot - qp->sq.cons) & (qp->sq.entries - 1);
-}
-
-/*
- * Responses of a READ (or the answer of an atomic) are missing from @expect
- * on: ask again for that part, once (later responses of the same burst
- * would ask again and again). If the requester is past the WQE, the request
- * for the missing part goes out alone and everything sent after it stays
- * as it is; otherwise, or if it cannot be sent now, the requester goes back.
- */
-static void sroce_read_gap(struct sroce_qp *qp, struct sroce_swqe *wqe,
-			   u32 expect)
-{
-	bool ackreq = false;
-
-	if (wqe->gap_asked && wqe->gap_psn == expect)
-		return;
-	wqe->gap_asked = true;
-	wqe->gap_psn = expect;
-	if (sroce_swqe_pos(qp, wqe) < qp->req.next - qp->sq.cons &&
-	    !sroce_req_send_pkt(qp, wqe, expect, &ackreq))
-		return;
-	sroce_go_back(qp, expect);
-}
-
-/* ------------------------------------------------------------- completer */
-
-/*
- * Complete the WQEs an ACK (or a response) for PSN @psn acknowledges. A
- * READ or atomic the ACK covers without its response having arrived had its
- * response lost: rewind to it. Return true if anything was acknowledged.
- */
-static bool sroce_comp_ack_upto(struct sroce_qp *qp, u32 psn)
-{
-	bool progress = false;
-
-	while (qp->sq.cons != qp->req.fetched) {
-		struct sroce_swqe *wqe = sroce_swqe_at(qp, qp->sq.cons);
-
-		if (!wqe->started)
-			break;
-		if (sroce_psn_before(psn, wqe->last_psn) && !wqe->is_rd)
-			break;
-		if (wqe->status && wqe->npkts) {
-			/* A bad response that came while it was not the oldest. */
-			sroce_req_fail(qp, wqe, wqe->status);
-			break;
-		}
-		if (wqe->resp_done) {
-			sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
-			progress = true;
-			continue;
-		}
-		if (wqe->is_rd) {
-			/*
-			 * Acknowledged up to its last PSN or beyond, but no
-			 * (complete) response: the responses were lost.
-			 */
-			if (sroce_psn_after_eq(psn, wqe->last_psn))
-				sroce_read_gap(qp, wqe, sroce_psn_add(wqe->first_psn,
-						wqe->read_done / qp->mtu));
-			break;
-		}
-		sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
-		progress = true;
-	}
-	if (sroce_psn_after(sroce_psn_inc(psn), qp->comp.psn) &&
-	    sroce_psn_before_eq(sroce_psn_inc(psn), qp->req.psn_hi)) {
-		qp->comp.psn = sroce_psn_inc(psn);
-		progress = true;
-	}
-	/* Resending what has just been acknowledged is pointless. */
-	if (sroce_psn_before(qp->req.psn, qp->comp.psn))
-		sroce_req_skip_acked(qp);
-	return progress;
-}
-
-/*
- * Is anything sent and not yet complete? (comp.psn can pass a READ whose
- * responses were lost, when later PSNs are acknowledged.)
- */
-static bool sroce_req_outstanding(struct sroce_qp *qp)
-{
-	return qp->sq.cons != qp->req.fetched &&
-	       sroce_swqe_at(qp, qp->sq.cons)->started;
-}
-
-static void sroce_comp_progress(struct sroce_qp *qp)
-{
-	qp->comp.retry_left = qp->retry_cnt;
-	qp->comp.retry_shift = 0;
-	if (!sroce_req_outstanding(qp))
-		del_timer(&qp->comp.retry_timer);
-	else
-		sroce_retry_arm(qp);
-}
-
-/* The WQE a PSN belongs to, or NULL. */
-static struct sroce_swqe *sroce_wqe_by_psn(struct sroce_qp *qp, u32 psn)
-{
-	u32 i;
-
-	for (i = qp->sq.cons; i != qp->req.fetched; i++) {
-		struct sroce_swqe *wqe = sroce_swqe_at(qp, i);
-
-		if (!wqe->started)
-			break;
-		if (wqe->npkts &&
-		    sroce_psn_in_range(psn, wqe->first_psn, wqe->last_psn))
-			return wqe;
-	}
-	return NULL;
-}
-
-/* A NAK other than sequence error: the WQE at @psn fails. */
-static void sroce_comp_nak_fatal(struct sroce_qp *qp, u32 psn,
-				 enum ib_wc_status status)
-{
-	struct sroce_swqe *wqe;
-
-	sroce_comp_ack_upto(qp, sroce_psn_add(psn, SROCE_PSN_MAX));
-	wqe = sroce_wqe_by_psn(qp, psn);
-	if (!wqe || wqe != sroce_swqe_at(qp, qp->sq.cons))
-		return;		/* not for the oldest WQE: stale */
-	sroce_req_fail(qp, wqe, status);
-}
-
-/*
- * A READ response. Responses are placed in order within a READ, but a READ
- * behind one with lost responses still takes its own: it completes when
- * everything before it has, and only the missing part is asked for again.
- */
-static void sroce_comp_read_resp(struct sroce_qp *qp, const u8 *ip,
-				 const struct sroce_pkt *pkt, u32 psn)
-{
-	struct sroce_swqe *wqe;
-	u32 expect, k, want;
-	u8 pos = pkt->info->pos;
-	bool last;
-	int st;
-
-	/* Implicitly acknowledges what came before the READ. */
-	sroce_comp_ack_upto(qp, sroce_psn_add(psn, SROCE_PSN_MAX));
-	wqe = sroce_wqe_by_psn(qp, psn);
-	if (!wqe || wqe->wr.opcode != IB_UVERBS_WR_RDMA_READ ||
-	    wqe->resp_done)
-		return;		/* stale or duplicate */
-	expect = sroce_psn_add(wqe->first_psn, wqe->read_done / qp->mtu);
-	if (psn != expect) {
-		if (sroce_psn_after(psn, expect))
-			sroce_read_gap(qp, wqe, expect);
-		return;
-	}
-	/*
-	 * Responses to a re-issued request start over with FIRST or ONLY,
-	 * while those of the original one may still be arriving: accept
-	 * either numbering, but the last response must say it is the last.
-	 */
-	k = sroce_psn_fwd(psn, wqe->first_psn);
-	want = min(qp->mtu, wqe->len - wqe->read_done);
-	last = k == wqe->npkts - 1;
-	if (last != (pos == SROCE_POS_LAST || pos == SROCE_POS_ONLY) ||
-	    pkt->payload_len != want) {
-		if (wqe == sroce_swqe_at(qp, qp->sq.cons))
-			sroce_req_fail(qp, wqe, IB_WC_BAD_RESP_ERR);
-		else
-			wqe->status = IB_WC_BAD_RESP_ERR;
-		return;
-	}
-	if (want) {
-		st = sroce_wqe_copy(qp, wqe, wqe->read_done,
-				    (u8 *)ip + pkt->payload_off, want,
-				    SROCE_COPY_TO_MR);
-		if (st) {
-			if (wqe == sroce_swqe_at(qp, qp->sq.cons))
-				sroce_req_fail(qp, wqe, st);
-			else
-				wqe->status = st;
-			return;
-		}
-	}
-	wqe->read_done += want;
-	if (sroce_psn_after(sroce_psn_inc(psn), qp->comp.psn))
-		qp->comp.psn = sroce_psn_inc(psn);
-	if (last) {
-		wqe->resp_done = true;
-		if (wqe == sroce_swqe_at(qp, qp->sq.cons))
-			sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
-	}
-	sroce_comp_progress(qp);
-}
-
-static void sroce_comp_atomic_ack(struct sroce_qp *qp, const u8 *ip,
-				  const struct sroce_pkt *pkt, u32 psn)
-{
-	struct sroce_swqe *wqe;
-	u64 orig;
-	int st;
-
-	sroce_comp_ack_upto(qp, sroce_psn_add(psn, SROCE_PSN_MAX));
-	wqe = sroce_wqe_by_psn(qp, psn);
-	if (!wqe || !sroce_op_is_atomic(wqe->wr.opcode) || wqe->resp_done)
-		return;		/* stale or duplicate */
-	orig = sroce_atomicacketh_orig(ip + pkt->hdr_off[SROCE_HDR_ATOMICACKETH]);
-	st = sroce_wqe_copy(qp, wqe, 0, (u8 *)&orig, sizeof(orig),
-			    SROCE_COPY_TO_MR);
-	if (st) {
-		if (wqe == sroce_swqe_at(qp, qp->sq.cons))
-			sroce_req_fail(qp, wqe, st);
-		else
-			wqe->status = st;
-		return;
-	}
-	/* Like READ responses, an answer behind a lost one is kept. */
-	wqe->resp_done = true;
-	if (sroce_psn_after(sroce_psn_inc(psn), qp->comp.psn))
-		qp->comp.psn = sroce_psn_inc(psn);
-	if (wqe == sroce_swqe_at(qp, qp->sq.cons))
-		sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
-	sroce_comp_progress(qp);
-}
-
-static void sroce_rnr_arm(struct sroce_qp *qp, unsigned int code)
-{
-	u32 us = sroce_rnr_timer_us(code);
-
-	qp->req.paused = true;
-	if (!qp->dead)
-		mod_timer(&qp->comp.rnr_timer, jiffies + max_t(unsigned long,
-						usecs_to_jiffies(us), 1));
-}
-
-static void sroce_comp_aeth(struct sroce_qp *qp, u8 syn, u32 psn)
-{
-	struct sroce_dev *sdev = qp->sdev;
-	struct sroce_swqe *wqe;
-	u32 prev = sroce_psn_add(psn, SROCE_PSN_MAX);	/* psn - 1 */
-
-	switch (sroce_aeth_syn_type(syn)) {
-	case SROCE_AETH_ACK:
-		if (sroce_comp_ack_upto(qp, psn))
-			sroce_comp_progress(qp);
-		else if (!sroce_req_outstanding(qp))
-			del_timer(&qp->comp.retry_timer);
-		break;
-	case SROCE_AETH_RNR_NAK:
-		sroce_cnt_inc(sdev, SROCE_CNT_RNR_NAK_RCVD);
-		sroce_comp_ack_upto(qp, prev);
-		wqe = sroce_wqe_by_psn(qp, psn);
-		if (!wqe)
-			break;
-		if (!qp->comp.rnr_left) {
-			if (wqe == sroce_swqe_at(qp, qp->sq.cons))
-				sroce_req_fail(qp, wqe, IB_WC_RNR_RETRY_EXC_ERR);
-			break;
-		}
-		if (qp->rnr_retry != 7)
-			qp->comp.rnr_left--;
-		sroce_go_back(qp, psn);
-		del_timer(&qp->comp.retry_timer);
-		sroce_rnr_arm(qp, sroce_aeth_syn_value(syn));
-		break;
-	case SROCE_AETH_NAK:
-		switch (sroce_aeth_syn_value(syn)) {
-		case SROCE_NAK_PSN_SEQ_ERROR:
-			sroce_cnt_inc(sdev, SROCE_CNT_SEQ_NAK_RCVD);
-			if (!sroce_comp_ack_upto(qp, prev) && psn == qp->comp.psn) {
-				if (!qp->comp.retry_left) {
-					wqe = sroce_wqe_by_psn(qp, psn);
-					if (wqe && wqe == sroce_swqe_at(qp, qp->sq.cons))
-						sroce_req_fail(qp, wqe,
-							       IB_WC_RETRY_EXC_ERR);
-					break;
-				}
-				qp->comp.retry_left--;
-			}
-			sroce_go_back(qp, psn);
-			sroce_retry_arm(qp);
-			break;
-		case SROCE_NAK_INVALID_REQUEST:
-			sroce_comp_nak_fatal(qp, psn, IB_WC_REM_INV_REQ_ERR);
-			break;
-		case SROCE_NAK_REMOTE_ACCESS_ERROR:
-			sroce_comp_nak_fatal(qp, psn, IB_WC_REM_ACCESS_ERR);
-			break;
-		case SROCE_NAK_REMOTE_OP_ERROR:
-			sroce_comp_nak_fatal(qp, psn, IB_WC_REM_OP_ERR);
-			break;
-		default:
-			sroce_comp_nak_fatal(qp, psn, IB_WC_REM_INV_RD_REQ_ERR);
-			break;
-		}
-		break;
-	default:
-		break;
-	}
-}
-
-/*
- * Is @psn that of a request still outstanding: from the first PSN of the
- * oldest WQE not completed (a READ can be re-requested after later PSNs were
- * acknowledged) up to the last PSN sent? Anything else, an ACK for PSNs
- * never sent among them, can complete nothing.
- */
-static bool sroce_comp_psn_ok(struct sroce_qp *qp, u32 psn)
-{
-	u32 lo = sroce_req_base_psn(qp);
-
-	return sroce_psn_fwd(psn, lo) < sroce_psn_fwd(qp->req.psn_hi, lo);
-}
-
-/* A response (ACK, READ response, atomic ACK) arrived for @qp. Softirq. */
-void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
-		    const struct sroce_pkt *pkt)
-{
-	const u8 *ip = skb_network_header(skb);
-	const u8 *bth = ip + pkt->bth_off;
-	u32 psn = sroce_bth_psn(bth);
-	unsigned int drop = 0;
-	u8 syn = 0;
-
-	spin_lock_bh(&qp->sq_lock);
-	if (qp->type != IB_QPT_RC || qp->dead ||
-	    (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD))
-		drop = SROCE_CNT_RX_STALE;
-	else if (!sroce_rx_pkey_ok(bth))
-		drop = SROCE_CNT_DROP_PKEY;
-	else if (!sroce_rx_from_peer(&qp->av, ip, pkt))
-		drop = SROCE_CNT_DROP_PEER;
-	else if (!sroce_comp_psn_ok(qp, psn))
-		drop = SROCE_CNT_DROP_PSN;
-	if (drop) {
-		spin_unlock_bh(&qp->sq_lock);
-		sroce_cnt_inc(qp->sdev, drop);
-		kfree_skb(skb);
-		return;
-	}
-	if (pkt->hdr_off[SROCE_HDR_AETH])
-		syn = ip[pkt->hdr_off[SROCE_HDR_AETH]];
-
-	switch (pkt->info->kind) {
-	case SROCE_KIND_ACK:
-		sroce_comp_aeth(qp, syn, psn);
-		break;
-	case SROCE_KIND_READ_RESP:
-		if (pkt->hdr_off[SROCE_HDR_AETH] &&
-		    sroce_aeth_syn_type(syn) != SROCE_AETH_ACK)
-			sroce_comp_aeth(qp, syn, psn);
-		else
-			sroce_comp_read_resp(qp, ip, pkt, psn);
-		break;
-	case SROCE_KIND_ATOMIC_ACK:
-		sroce_comp_atomic_ack(qp, ip, pkt, psn);
-		break;
-	default:
-		break;
-	}
-
-	if (qp->state == IB_QPS_SQD && qp->sq.cons == qp->req.next &&
-	    qp->sqd_notify && qp->ibqp.event_handler) {
-		struct ib_event ev = {
-			.device = qp->ibqp.device,
-			.element.qp = &qp->ibqp,
-			.event = IB_EVENT_SQ_DRAINED,
-		};
-
-		qp->sqd_notify = false;
-		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
-	}
-	sroce_req_run_locked(qp, SROCE_REQ_BUDGET);
-	spin_unlock_bh(&qp->sq_lock);
-	consume_skb(skb);
-}
-
-/* ----------------------------------------------------------------- timers */
-
-/*
- * Timeout: resend everything not acknowledged, from the oldest WQE; READs
- * ask again only for what has not arrived, and may report new gaps.
- */
-static void sroce_retry_rewind(struct sroce_qp *qp)
-{
-	u32 i;
-
-	for (i = qp->sq.cons; i != qp->req.fetched; i++) {
-		struct sroce_swqe *wqe = sroce_swqe_at(qp, i);
-
-		if (!wqe->started)
-			break;
-		wqe->gap_asked = false;
-	}
-	if (qp->sq.cons != qp->req.fetched) {
-		struct sroce_swqe *wqe = sroce_swqe_at(qp, qp->sq.cons);
-
-		if (wqe->started && wqe->is_rd)
-			sroce_go_back(qp, wqe->first_psn);
-	}
-	sroce_go_back(qp, qp->comp.psn);
-}
-
-void sroce_retry_timer(struct timer_list *t)
-{
-	struct sroce_qp *qp = from_timer(qp, t, comp.retry_timer);
-	struct sroce_swqe *wqe;
-
-	spin_lock_bh(&qp->sq_lock);
-	if (qp->dead || qp->type != IB_QPT_RC ||
-	    (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD) ||
-	    !sroce_req_outstanding(qp) || qp->req.paused)
-		goto out;
-	sroce_cnt_inc(qp->sdev, SROCE_CNT_RETRY);
-	if (!qp->comp.retry_left) {
-		if (qp->sq.cons != qp->req.fetched) {
-			wqe = sroce_swqe_at(qp, qp->sq.cons);
-			sroce_req_fail(qp, wqe, IB_WC_RETRY_EXC_ERR);
-		}
-		goto out;
-	}
-	qp->comp.retry_left--;
-	if (qp->comp.retry_shift < 6)
-		qp->comp.retry_shift++;
-	sroce_retry_rewind(qp);
-	sroce_retry_arm(qp);
-	sroce_req_run_locked(qp, SROCE_REQ_BUDGET);
-out:
-	spin_unlock_bh(&qp->sq_lock);
-}
-
-void sroce_rnr_timer(struct timer_list *t)
-{
-	struct sroce_qp *qp = from_timer(qp, t, comp.rnr_timer);
-
-	spin_lock_bh(&qp->sq_lock);
-	qp->req.paused = false;
-	if (!qp->dead) {
-		sroce_retry_arm(qp);
-		sroce_req_run_locked(qp, SROCE_REQ_BUDGET);
-	}
-	spin_unlock_bh(&qp->sq_lock);
 }

@@ -106,8 +106,7 @@ static int sroce_rq_take(struct sroce_qp *qp)
 		return -EIO;
 	if (prod == rq->cons)
 		return -ENOSPC;
-	memcpy(qp->resp.rwqe, rq->slots + (size_t)(rq->cons & (rq->entries - 1)) *
-	       rq->wqe_size, rq->wqe_size);
+	memcpy(qp->resp.rwqe, sroce_wq_slot(rq, rq->cons), rq->wqe_size);
 	rq->cons++;
 	sroce_wq_publish_cons(rq);
 	return 0;
@@ -198,8 +197,7 @@ void sroce_rq_flush_locked(struct sroce_qp *qp)
 	}
 	prod = sroce_wq_ring_prod(rq, rq->cons, &broken);
 	while (rq->cons != prod) {
-		const struct sroce_recv_wqe *w = (const void *)(rq->slots +
-			(size_t)(rq->cons & (rq->entries - 1)) * rq->wqe_size);
+		const struct sroce_recv_wqe *w = sroce_wq_slot(rq, rq->cons);
 		struct sroce_recv_wqe copy;
 
 		memcpy(&copy, w, sizeof(copy));

@@ -682,24 +682,52 @@ struct sroce_qp *sroce_qp_get(struct sroce_dev *sdev, u32 qpn);
 void sroce_qp_put(struct sroce_qp *qp);
 void sroce_qp_error(struct sroce_qp *qp);
 void sroce_qp_error_locked(struct sroce_qp *qp);
-u32 sroce_wq_ring_prod(struct sroce_wq *wq, u32 from, bool *broken);
-void sroce_wq_publish_cons(struct sroce_wq *wq);
 void sroce_rq_flush_locked(struct sroce_qp *qp);
 int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr);
 
-/* req.c: requester and completer */
+/* req.c: requester */
+#define SROCE_REQ_BUDGET	64	/* packets per run before deferring */
+
 int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr);
 void sroce_req_run(struct sroce_qp *qp, unsigned int budget);
 void sroce_req_kick(struct sroce_qp *qp);
 void sroce_req_work(struct work_struct *work);
-void sroce_retry_timer(struct timer_list *t);
-void sroce_rnr_timer(struct timer_list *t);
-void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
-		    const struct sroce_pkt *pkt);
 void sroce_sq_flush_locked(struct sroce_qp *qp);
 void sroce_req_reset_locked(struct sroce_qp *qp);
+
+/* req.c: for the completer, sq_lock held */
+static inline struct sroce_swqe *sroce_swqe_at(struct sroce_qp *qp, u32 idx)
+{
+	return (struct sroce_swqe *)(qp->swqes +
+				     (size_t)(idx & (qp->sq.entries - 1)) *
+				     qp->swqe_size);
+}
+
+static inline bool sroce_op_is_atomic(u32 op)
+{
+	return op == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
+	       op == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget);
+int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 psn,
+		       bool *ackreq);
+void sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
+			 enum ib_wc_status status);
+void sroce_req_fail(struct sroce_qp *qp, struct sroce_swqe *wqe,
+		    enum ib_wc_status status);
+int sroce_wqe_copy(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 off,
+		   u8 *buf, u32 len, enum sroce_copy_dir dir);
+u32 sroce_req_base_psn(struct sroce_qp *qp);
+
+/* comp.c: completer and timers, sq_lock held unless noted */
+void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
+		    const struct sroce_pkt *pkt);	/* takes sq_lock */
+void sroce_retry_arm(struct sroce_qp *qp);
+void sroce_retry_timer(struct timer_list *t);
+void sroce_rnr_timer(struct timer_list *t);
 
 /* resp.c: responder */
 void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
@@ -741,7 +769,13 @@ void sroce_mmap_free(struct rdma_user_mmap_entry *rentry);
 int sroce_wq_alloc(struct ib_ucontext *ibuc, struct sroce_wq *wq, u32 entries,
 		   u32 wqe_size);
 void sroce_wq_free(struct sroce_wq *wq);
+u32 sroce_wq_ring_prod(struct sroce_wq *wq, u32 from, bool *broken);
+void sroce_wq_publish_cons(struct sroce_wq *wq);
+void *sroce_wq_slot(struct sroce_wq *wq, u32 idx);
 int sroce_wq_post_recv(struct sroce_wq *wq, const struct ib_recv_wr *wr,
 		       const struct ib_recv_wr **bad_wr);
+int sroce_wq_post_send(struct sroce_wq *sq, bool ud,
+		       const struct ib_send_wr *wr,
+		       const struct ib_send_wr **bad_wr);
 
 #endif /* SROCE_H */

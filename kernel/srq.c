@@ -164,8 +164,8 @@ int sroce_srq_take(struct sroce_srq *srq, void *buf, u32 bufsize)
 	} else if (prod == wq->cons) {
 		err = -ENOSPC;
 	} else {
-		memcpy(buf, wq->slots + (size_t)(wq->cons & (wq->entries - 1)) *
-			    wq->wqe_size, min(bufsize, wq->wqe_size));
+		memcpy(buf, sroce_wq_slot(wq, wq->cons),
+		       min(bufsize, wq->wqe_size));
 		wq->cons++;
 		sroce_wq_publish_cons(wq);
 		if (srq->limit && prod - wq->cons < srq->limit) {
