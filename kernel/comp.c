@@ -463,17 +463,7 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		break;
 	}
 
-	if (qp->state == IB_QPS_SQD && qp->sq.cons == qp->req.next &&
-	    qp->sqd_notify && qp->ibqp.event_handler) {
-		struct ib_event ev = {
-			.device = qp->ibqp.device,
-			.element.qp = &qp->ibqp,
-			.event = IB_EVENT_SQ_DRAINED,
-		};
-
-		qp->sqd_notify = false;
-		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
-	}
+	sroce_sqd_check_locked(qp);
 	sroce_req_run_locked(qp, SROCE_REQ_BUDGET);
 	spin_unlock_bh(&qp->sq_lock);
 	consume_skb(skb);

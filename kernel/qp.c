@@ -74,6 +74,39 @@ void sroce_qp_put(struct sroce_qp *qp)
 		complete(&qp->done);
 }
 
+/* ------------------------------------------------------------------ events */
+
+/* Raise the affiliated asynchronous event @type on @qp. */
+void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type)
+{
+	struct ib_event ev = {
+		.device = qp->ibqp.device,
+		.element.qp = &qp->ibqp,
+		.event = type,
+	};
+
+	if (qp->ibqp.event_handler)
+		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
+}
+
+/*
+ * SQD: the send queue is drained when every WQE the requester started has
+ * completed (IBTA 10.3.1.4). sq_lock held.
+ */
+bool sroce_sq_drained(struct sroce_qp *qp)
+{
+	return qp->req.next == qp->sq.cons;
+}
+
+/* In SQD, raise SQ_DRAINED once the send queue has drained. Both locks or sq_lock. */
+void sroce_sqd_check_locked(struct sroce_qp *qp)
+{
+	if (qp->state == IB_QPS_SQD && qp->sqd_notify && sroce_sq_drained(qp)) {
+		qp->sqd_notify = false;
+		sroce_qp_event(qp, IB_EVENT_SQ_DRAINED);
+	}
+}
+
 /* Receive WQE slot size for max_sge SGEs. */
 static u32 sroce_recv_wqe_size(u32 max_sge)
 {
@@ -295,15 +328,8 @@ void sroce_qp_error_locked(struct sroce_qp *qp)
 	sroce_resp_stop_locked(qp);
 	sroce_sq_flush_locked(qp);
 	sroce_rq_flush_locked(qp);
-	if (!was_err && qp->srq && qp->ibqp.event_handler) {
-		struct ib_event ev = {
-			.device = qp->ibqp.device,
-			.element.qp = &qp->ibqp,
-			.event = IB_EVENT_QP_LAST_WQE_REACHED,
-		};
-
-		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
-	}
+	if (!was_err && qp->srq)
+		sroce_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
 }
 
 void sroce_qp_error(struct sroce_qp *qp)
@@ -441,7 +467,7 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		err = -EINVAL;
 		goto out;
 	}
-	if (next == IB_QPS_SQD && cur == IB_QPS_SQD && qp->req.next != qp->sq.cons) {
+	if (next == IB_QPS_SQD && cur == IB_QPS_SQD && !sroce_sq_drained(qp)) {
 		err = -EBUSY;	/* IBTA: no modify of SQD while draining */
 		goto out;
 	}
@@ -517,16 +543,7 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		}
 		if (next != IB_QPS_ERR)
 			qp->state = next;
-		if (next == IB_QPS_SQD && qp->req.next == qp->sq.cons &&
-		    qp->sqd_notify && ibqp->event_handler) {
-			struct ib_event ev = {
-				.device = ibqp->device,
-				.element.qp = ibqp,
-				.event = IB_EVENT_SQ_DRAINED,
-			};
-
-			ibqp->event_handler(&ev, ibqp->qp_context);
-		}
+		sroce_sqd_check_locked(qp);
 	}
 out:
 	spin_unlock(&qp->rq_lock);
@@ -560,8 +577,7 @@ int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->qp_access_flags = qp->access;
 	attr->pkey_index = qp->pkey_index;
 	attr->en_sqd_async_notify = qp->sqd_notify;
-	attr->sq_draining = qp->state == IB_QPS_SQD &&
-			    qp->req.next != qp->sq.cons;
+	attr->sq_draining = qp->state == IB_QPS_SQD && !sroce_sq_drained(qp);
 	attr->max_rd_atomic = qp->max_rd_atomic;
 	attr->max_dest_rd_atomic = qp->max_dest_rd_atomic;
 	attr->min_rnr_timer = qp->min_rnr_timer;

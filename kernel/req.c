@@ -235,17 +235,10 @@ static bool sroce_sq_fetch(struct sroce_qp *qp)
 /* The ring is unusable: the QP goes to ERR with a fatal event. */
 static void sroce_sq_broken(struct sroce_qp *qp)
 {
-	struct ib_event ev = {
-		.device = qp->ibqp.device,
-		.element.qp = &qp->ibqp,
-		.event = IB_EVENT_QP_FATAL,
-	};
-
 	spin_lock(&qp->rq_lock);
 	sroce_qp_error_locked(qp);
 	spin_unlock(&qp->rq_lock);
-	if (qp->ibqp.event_handler)
-		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
+	sroce_qp_event(qp, IB_EVENT_QP_FATAL);
 }
 
 /* Flush the whole send queue with IB_WC_WR_FLUSH_ERR (QP in ERR). */

@@ -119,58 +119,48 @@ static int sroce_rq_take(struct sroce_qp *qp)
  */
 static void sroce_rq_broken_event(struct sroce_qp *qp)
 {
-	struct ib_event ev = {
-		.device = qp->ibqp.device,
-	};
-
-	if (qp->srq && !xchg(&qp->srq->broken, true) &&
-	    qp->srq->ibsrq.event_handler) {
-		ev.element.srq = &qp->srq->ibsrq;
-		ev.event = IB_EVENT_SRQ_ERR;
-		qp->srq->ibsrq.event_handler(&ev, qp->srq->ibsrq.srq_context);
-	}
-	if (!qp->resp.failed && qp->ibqp.event_handler) {
-		ev.element.qp = &qp->ibqp;
-		ev.event = IB_EVENT_QP_FATAL;
-		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
-	}
+	if (qp->srq && !xchg(&qp->srq->broken, true))
+		sroce_srq_event(qp->srq, IB_EVENT_SRQ_ERR);
+	if (!qp->resp.failed)
+		sroce_qp_event(qp, IB_EVENT_QP_FATAL);
 }
 
 /*
- * Post a receive completion. @imm is the ImmDt header (wire order) with
- * IB_WC_WITH_IMM; with IB_WC_WITH_INVALIDATE, @inv is the invalidated rkey.
+ * Complete the receive WQE in use (qp->resp.rwqe) with @wc, which names the
+ * status, opcode, length and flags; wr_id, QP and port are filled in here.
+ * The WQE is used up.
  */
-static void __sroce_recv_cqe(struct sroce_qp *qp, const struct sroce_recv_wqe *w,
-			     enum ib_wc_status status, enum ib_wc_opcode opcode,
-			     u32 byte_len, int flags, const u8 *imm, u32 inv,
-			     u32 src_qp, u8 net_type, bool solicited)
+static void sroce_rwqe_complete(struct sroce_qp *qp, struct ib_wc *wc,
+				bool solicited)
 {
-	struct ib_wc wc = {
-		.wr_id = w->wr_id,
-		.status = status,
-		.opcode = opcode,
-		.byte_len = byte_len,
-		.qp = &qp->ibqp,
-		.src_qp = src_qp,
-		.wc_flags = flags,
-		.port_num = SROCE_PORT,
-		.network_hdr_type = net_type,
-	};
-
-	if (imm)
-		memcpy(&wc.ex.imm_data, imm, 4);
-	else if (flags & IB_WC_WITH_INVALIDATE)
-		wc.ex.invalidate_rkey = inv;
-	sroce_cq_post(qp->rcq, &wc, solicited);
+	wc->wr_id = qp->resp.rwqe->wr_id;
+	wc->qp = &qp->ibqp;
+	wc->port_num = SROCE_PORT;
+	sroce_cq_post(qp->rcq, wc, solicited);
+	qp->resp.rwqe_valid = false;
 }
 
-static void sroce_recv_cqe(struct sroce_qp *qp, const struct sroce_recv_wqe *w,
-			   enum ib_wc_status status, enum ib_wc_opcode opcode,
-			   u32 byte_len, int flags, const u8 *imm, u32 src_qp,
-			   bool solicited)
+/* Complete the receive WQE @wr_id with IB_WC_WR_FLUSH_ERR. */
+static void sroce_recv_flush_cqe(struct sroce_qp *qp, u64 wr_id)
 {
-	__sroce_recv_cqe(qp, w, status, opcode, byte_len, flags, imm, 0,
-			 src_qp, 0, solicited);
+	struct ib_wc wc = {
+		.wr_id = wr_id,
+		.status = IB_WC_WR_FLUSH_ERR,
+		.opcode = IB_WC_RECV,
+		.qp = &qp->ibqp,
+		.port_num = SROCE_PORT,
+	};
+
+	sroce_cq_post(qp->rcq, &wc, false);
+}
+
+/* The immediate data of a request: ImmDt as it is on the wire. */
+static __be32 sroce_imm(const u8 *immdt)
+{
+	__be32 imm;
+
+	memcpy(&imm, immdt, sizeof(imm));
+	return imm;
 }
 
 /*
@@ -185,8 +175,7 @@ void sroce_rq_flush_locked(struct sroce_qp *qp)
 	u32 prod;
 
 	if (qp->resp.rwqe_valid) {
-		sroce_recv_cqe(qp, (void *)qp->resp.rwqe, IB_WC_WR_FLUSH_ERR,
-			       IB_WC_RECV, 0, 0, NULL, 0, false);
+		sroce_recv_flush_cqe(qp, qp->resp.rwqe->wr_id);
 		qp->resp.rwqe_valid = false;
 	}
 	if (qp->srq || !rq->hdr)
@@ -198,11 +187,9 @@ void sroce_rq_flush_locked(struct sroce_qp *qp)
 	prod = sroce_wq_ring_prod(rq, rq->cons, &broken);
 	while (rq->cons != prod) {
 		const struct sroce_recv_wqe *w = sroce_wq_slot(rq, rq->cons);
-		struct sroce_recv_wqe copy;
 
-		memcpy(&copy, w, sizeof(copy));
-		sroce_recv_cqe(qp, &copy, IB_WC_WR_FLUSH_ERR, IB_WC_RECV, 0, 0,
-			       NULL, 0, false);
+		/* One read of the user-writable slot. */
+		sroce_recv_flush_cqe(qp, READ_ONCE(w->wr_id));
 		rq->cons++;
 	}
 	sroce_wq_publish_cons(rq);
@@ -268,9 +255,9 @@ static void sroce_resp_fatal(struct sroce_qp *qp, u32 psn,
 			     enum sroce_nak_code nak, enum ib_wc_status status)
 {
 	if (qp->resp.rwqe_valid && status != IB_WC_SUCCESS) {
-		sroce_recv_cqe(qp, (void *)qp->resp.rwqe, status, IB_WC_RECV, 0, 0,
-			       NULL, 0, false);
-		qp->resp.rwqe_valid = false;
+		struct ib_wc wc = { .status = status, .opcode = IB_WC_RECV };
+
+		sroce_rwqe_complete(qp, &wc, false);
 	}
 	if (qp->type == IB_QPT_RC)
 		sroce_send_nak(qp, psn, nak);
@@ -390,8 +377,8 @@ static void sroce_resp_ud(struct sroce_qp *qp, const u8 *ip,
 {
 	const u8 *bth = ip + pkt->bth_off;
 	struct sroce_deth deth;
+	struct ib_wc wc;
 	u8 grh[40] = {};
-	const u8 *imm = NULL;
 	int st, err;
 
 	sroce_deth_decode(ip + pkt->hdr_off[SROCE_HDR_DETH], &deth);
@@ -427,20 +414,24 @@ static void sroce_resp_ud(struct sroce_qp *qp, const u8 *ip,
 	if (!st && pkt->payload_len)
 		st = sroce_rwqe_place(qp, sizeof(grh), ip + pkt->payload_off,
 				      pkt->payload_len);
-	if (pkt->hdr_off[SROCE_HDR_IMMDT])
-		imm = ip + pkt->hdr_off[SROCE_HDR_IMMDT];
 	/*
 	 * The network header type lets ib_core (ib_init_ah_attr_from_wc)
 	 * read the GIDs out of the GRH slot: rdma_cm over QP1 needs it.
 	 */
-	__sroce_recv_cqe(qp, (void *)qp->resp.rwqe, st ? st : IB_WC_SUCCESS,
-			 IB_WC_RECV, sizeof(grh) + pkt->payload_len,
-			 IB_WC_GRH | IB_WC_WITH_NETWORK_HDR_TYPE |
-			 (imm ? IB_WC_WITH_IMM : 0), imm, 0, deth.sqpn,
-			 pkt->ip_version == 6 ? RDMA_NETWORK_IPV6 :
-						RDMA_NETWORK_IPV4,
-			 sroce_bth_se(bth));
-	qp->resp.rwqe_valid = false;
+	wc = (struct ib_wc) {
+		.status = st ? st : IB_WC_SUCCESS,
+		.opcode = IB_WC_RECV,
+		.byte_len = sizeof(grh) + pkt->payload_len,
+		.src_qp = deth.sqpn,
+		.wc_flags = IB_WC_GRH | IB_WC_WITH_NETWORK_HDR_TYPE,
+		.network_hdr_type = pkt->ip_version == 6 ? RDMA_NETWORK_IPV6 :
+							   RDMA_NETWORK_IPV4,
+	};
+	if (pkt->hdr_off[SROCE_HDR_IMMDT]) {
+		wc.wc_flags |= IB_WC_WITH_IMM;
+		wc.ex.imm_data = sroce_imm(ip + pkt->hdr_off[SROCE_HDR_IMMDT]);
+	}
+	sroce_rwqe_complete(qp, &wc, sroce_bth_se(bth));
 }
 
 /* ------------------------------------------------------------ RC and UC */
@@ -698,6 +689,7 @@ struct sroce_req_ctx {
 static bool sroce_resp_send_op(struct sroce_qp *qp, const struct sroce_req_ctx *c)
 {
 	const struct sroce_opcode_info *oi = c->oi;
+	struct ib_wc wc;
 	int st;
 
 	if ((oi->flags & SROCE_OPF_START) && !sroce_resp_get_rwqe(qp, c->psn, oi))
@@ -718,9 +710,8 @@ static bool sroce_resp_send_op(struct sroce_qp *qp, const struct sroce_req_ctx *
 					 SROCE_NAK_REMOTE_OP_ERROR, st);
 		} else {
 			/* UC: the message is lost, the WQE completes in error. */
-			sroce_recv_cqe(qp, (void *)qp->resp.rwqe, st, IB_WC_RECV,
-				       0, 0, NULL, 0, false);
-			qp->resp.rwqe_valid = false;
+			wc = (struct ib_wc) { .status = st, .opcode = IB_WC_RECV };
+			sroce_rwqe_complete(qp, &wc, false);
 			sroce_uc_drop(qp, c->psn, oi);
 		}
 		return false;
@@ -739,18 +730,26 @@ static bool sroce_resp_send_op(struct sroce_qp *qp, const struct sroce_req_ctx *
 					 IB_WC_REM_INV_REQ_ERR);
 			return false;
 		}
-		__sroce_recv_cqe(qp, (void *)qp->resp.rwqe, IB_WC_SUCCESS,
-				 IB_WC_RECV, qp->resp.recv_off,
-				 IB_WC_WITH_INVALIDATE, NULL, rkey,
-				 qp->dest_qpn, 0, sroce_bth_se(c->bth));
-		qp->resp.rwqe_valid = false;
+		wc = (struct ib_wc) {
+			.opcode = IB_WC_RECV,
+			.byte_len = qp->resp.recv_off,
+			.src_qp = qp->dest_qpn,
+			.wc_flags = IB_WC_WITH_INVALIDATE,
+			.ex.invalidate_rkey = rkey,
+		};
+		sroce_rwqe_complete(qp, &wc, sroce_bth_se(c->bth));
 		sroce_msn_bump(qp);
 	} else if (oi->flags & SROCE_OPF_END) {
-		sroce_recv_cqe(qp, (void *)qp->resp.rwqe, IB_WC_SUCCESS,
-			       IB_WC_RECV, qp->resp.recv_off,
-			       c->imm ? IB_WC_WITH_IMM : 0, c->imm,
-			       qp->dest_qpn, sroce_bth_se(c->bth));
-		qp->resp.rwqe_valid = false;
+		wc = (struct ib_wc) {
+			.opcode = IB_WC_RECV,
+			.byte_len = qp->resp.recv_off,
+			.src_qp = qp->dest_qpn,
+		};
+		if (c->imm) {
+			wc.wc_flags = IB_WC_WITH_IMM;
+			wc.ex.imm_data = sroce_imm(c->imm);
+		}
+		sroce_rwqe_complete(qp, &wc, sroce_bth_se(c->bth));
 		sroce_msn_bump(qp);
 	}
 	return true;
@@ -813,11 +812,15 @@ static bool sroce_resp_write_op(struct sroce_qp *qp, const struct sroce_req_ctx 
 	if (oi->flags & SROCE_OPF_END) {
 		sroce_resp_drop_write(qp);
 		if (c->imm) {
-			sroce_recv_cqe(qp, (void *)qp->resp.rwqe, IB_WC_SUCCESS,
-				       IB_WC_RECV_RDMA_WITH_IMM,
-				       qp->resp.write.len, IB_WC_WITH_IMM, c->imm,
-				       qp->dest_qpn, sroce_bth_se(c->bth));
-			qp->resp.rwqe_valid = false;
+			struct ib_wc wc = {
+				.opcode = IB_WC_RECV_RDMA_WITH_IMM,
+				.byte_len = qp->resp.write.len,
+				.src_qp = qp->dest_qpn,
+				.wc_flags = IB_WC_WITH_IMM,
+				.ex.imm_data = sroce_imm(c->imm),
+			};
+
+			sroce_rwqe_complete(qp, &wc, sroce_bth_se(c->bth));
 		}
 		sroce_msn_bump(qp);
 	}

@@ -665,6 +665,7 @@ int sroce_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
 int sroce_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
 int sroce_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 			const struct ib_recv_wr **bad_wr);
+void sroce_srq_event(struct sroce_srq *srq, enum ib_event_type type);
 int sroce_srq_take(struct sroce_srq *srq, void *buf, u32 bufsize);
 u32 sroce_srq_wqe_size(u32 max_sge);
 
@@ -680,6 +681,9 @@ int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
 struct sroce_qp *sroce_qp_get(struct sroce_dev *sdev, u32 qpn);
 void sroce_qp_put(struct sroce_qp *qp);
+void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type);
+bool sroce_sq_drained(struct sroce_qp *qp);
+void sroce_sqd_check_locked(struct sroce_qp *qp);
 void sroce_qp_error(struct sroce_qp *qp);
 void sroce_qp_error_locked(struct sroce_qp *qp);
 void sroce_rq_flush_locked(struct sroce_qp *qp);

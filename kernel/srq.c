@@ -139,6 +139,19 @@ int sroce_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 	return sroce_wq_post_recv(&srq->wq, wr, bad_wr);
 }
 
+/* Raise the affiliated asynchronous event @type on @srq. */
+void sroce_srq_event(struct sroce_srq *srq, enum ib_event_type type)
+{
+	struct ib_event ev = {
+		.device = srq->ibsrq.device,
+		.element.srq = &srq->ibsrq,
+		.event = type,
+	};
+
+	if (srq->ibsrq.event_handler)
+		srq->ibsrq.event_handler(&ev, srq->ibsrq.srq_context);
+}
+
 /**
  * sroce_srq_take - take the next receive WQE of an SRQ
  * @srq: the SRQ
@@ -175,14 +188,7 @@ int sroce_srq_take(struct sroce_srq *srq, void *buf, u32 bufsize)
 	}
 	spin_unlock_irqrestore(&srq->lock, flags);
 
-	if (event && srq->ibsrq.event_handler) {
-		struct ib_event ev = {
-			.device = srq->ibsrq.device,
-			.element.srq = &srq->ibsrq,
-			.event = IB_EVENT_SRQ_LIMIT_REACHED,
-		};
-
-		srq->ibsrq.event_handler(&ev, srq->ibsrq.srq_context);
-	}
+	if (event)
+		sroce_srq_event(srq, IB_EVENT_SRQ_LIMIT_REACHED);
 	return err;
 }
