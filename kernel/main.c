@@ -159,6 +159,62 @@ static void sroce_port_update(struct sroce_dev *sdev, struct net_device *ndev)
 	ib_dispatch_event(&event);
 }
 
+/*
+ * Put a new device on the list and in the receive hash, unless the netdev
+ * is going away or has a live sroce device already.
+ */
+static int sroce_dev_publish(struct sroce_dev *sdev, struct net_device *ndev)
+{
+	int err;
+
+	/*
+	 * Under RTNL the netdev is either registered, and then its
+	 * NETDEV_UNREGISTER will find the device on the list, or already on
+	 * its way out.
+	 */
+	rtnl_lock();
+	if (ndev->reg_state != NETREG_REGISTERED)
+		err = -ENODEV;
+	else
+		err = ib_device_set_netdev(&sdev->ibdev, ndev, SROCE_PORT);
+	if (!err) {
+		mutex_lock(&sroce_devs_lock);
+		if (sroce_find_live(ndev)) {
+			err = -EEXIST;
+		} else {
+			sdev->port_state = sroce_port_state(ndev);
+			get_device(&sdev->ibdev.dev);
+			list_add_tail(&sdev->list, &sroce_devs);
+			hash_add_rcu(sroce_ndev_hash, &sdev->hnode,
+				     (unsigned long)ndev);
+		}
+		mutex_unlock(&sroce_devs_lock);
+	}
+	rtnl_unlock();
+	return err;
+}
+
+/*
+ * The notifier cannot act on a device before it is registered. Catch up on
+ * what happened to the netdev meanwhile: if it is going away, unregister;
+ * otherwise report a port state change.
+ */
+static void sroce_dev_catch_up(struct sroce_dev *sdev, struct net_device *ndev)
+{
+	rtnl_lock();
+	if (ib_device_try_get(&sdev->ibdev)) {
+		if (sdev->ndev_gone) {
+			ib_unregister_device_queued(&sdev->ibdev);
+		} else {
+			sroce_port_update(sdev, ndev);
+			ibdev_info(&sdev->ibdev, "attached to %s\n",
+				   netdev_name(ndev));
+		}
+		ib_device_put(&sdev->ibdev);
+	}
+	rtnl_unlock();
+}
+
 static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 {
 	struct sroce_dev *sdev;
@@ -201,30 +257,7 @@ static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 	if (err)
 		goto err_dealloc;
 
-	/*
-	 * Under RTNL the netdev is either registered, and then its
-	 * NETDEV_UNREGISTER will find the device on the list, or already on
-	 * its way out.
-	 */
-	rtnl_lock();
-	if (ndev->reg_state != NETREG_REGISTERED)
-		err = -ENODEV;
-	else
-		err = ib_device_set_netdev(&sdev->ibdev, ndev, SROCE_PORT);
-	if (!err) {
-		mutex_lock(&sroce_devs_lock);
-		if (sroce_find_live(ndev)) {
-			err = -EEXIST;
-		} else {
-			sdev->port_state = sroce_port_state(ndev);
-			get_device(&sdev->ibdev.dev);
-			list_add_tail(&sdev->list, &sroce_devs);
-			hash_add_rcu(sroce_ndev_hash, &sdev->hnode,
-				     (unsigned long)ndev);
-		}
-		mutex_unlock(&sroce_devs_lock);
-	}
-	rtnl_unlock();
+	err = sroce_dev_publish(sdev, ndev);
 	if (err)
 		goto err_dealloc;
 
@@ -238,23 +271,7 @@ static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 		goto err_dealloc;
 	}
 
-	/*
-	 * The notifier cannot act on a device before it is registered. Catch
-	 * up on what happened to the netdev meanwhile: if it is going away,
-	 * unregister; otherwise report a port state change.
-	 */
-	rtnl_lock();
-	if (ib_device_try_get(&sdev->ibdev)) {
-		if (sdev->ndev_gone) {
-			ib_unregister_device_queued(&sdev->ibdev);
-		} else {
-			sroce_port_update(sdev, ndev);
-			ibdev_info(&sdev->ibdev, "attached to %s\n",
-				   netdev_name(ndev));
-		}
-		ib_device_put(&sdev->ibdev);
-	}
-	rtnl_unlock();
+	sroce_dev_catch_up(sdev, ndev);
 	goto out;
 
 err_dealloc:

@@ -25,10 +25,10 @@
  * and frees what the QP owns. ib_core frees the structure after we return.
  */
 
-#include <linux/delay.h>
 #include <linux/log2.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
+#include <linux/wait_bit.h>
 #include <rdma/uverbs_ioctl.h>
 
 #include "sroce.h"
@@ -156,38 +156,16 @@ static int sroce_qp_check_init(struct sroce_dev *sdev,
 	return 0;
 }
 
-int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
-		    struct ib_udata *udata)
+/* Fields, locks, timers and work items of a new QP; nothing allocated. */
+static void sroce_qp_init(struct sroce_qp *qp, struct sroce_dev *sdev,
+			  const struct ib_qp_init_attr *init, bool is_user)
 {
-	struct sroce_dev *sdev = to_sdev(ibqp->device);
-	struct sroce_qp *qp = to_sqp(ibqp);
-	struct sroce_create_qp_resp resp = {};
-	struct ib_qp_cap *cap = &init->cap;
-	struct ib_ucontext *ibuc = NULL;
-	u32 sq_entries, sq_wqe, sq_room, qpn;
-	int err;
-
-	if (udata && udata->outlen < sizeof(resp))
-		return -EINVAL;
-	if (udata && init->qp_type == IB_QPT_GSI)
-		return -EINVAL;
-	err = sroce_qp_check_init(sdev, init);
-	if (err)
-		return err;
-	if (atomic_inc_return(&sdev->num_qp) > SROCE_MAX_QP) {
-		err = -ENOMEM;
-		goto err_count;
-	}
-
-	if (udata)
-		ibuc = &rdma_udata_to_drv_context(udata, struct sroce_ucontext,
-						  ibuc)->ibuc;
 	qp->sdev = sdev;
-	qp->pd = to_spd(ibqp->pd);
+	qp->pd = to_spd(qp->ibqp.pd);
 	qp->scq = to_scq(init->send_cq);
-	qp->rcq = init->recv_cq ? to_scq(init->recv_cq) : NULL;
+	qp->rcq = to_scq(init->recv_cq);
 	qp->srq = init->srq ? to_ssrq(init->srq) : NULL;
-	qp->is_user = !!udata;
+	qp->is_user = is_user;
 	qp->is_gsi = init->qp_type == IB_QPT_GSI;
 	qp->type = qp->is_gsi ? IB_QPT_UD : init->qp_type;
 	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
@@ -205,107 +183,173 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	INIT_WORK(&qp->err_work, sroce_err_work);
 	mutex_init(&qp->mod_lock);
 	skb_queue_head_init(&qp->resp.backlog);
+}
 
-	/* Send queue: slots hold a 64-byte header plus SGEs or inline data. */
-	sq_entries = roundup_pow_of_two(max_t(u32, cap->max_send_wr, 1));
-	sq_room = max_t(u32, max_t(u32, cap->max_send_sge, 1) *
-			     sizeof(struct sroce_sge), cap->max_inline_data);
-	sq_wqe = roundup_pow_of_two(sizeof(struct sroce_send_wqe) + sq_room);
-	sq_room = sq_wqe - sizeof(struct sroce_send_wqe);
-	qp->sq.max_sge = min_t(u32, sq_room / sizeof(struct sroce_sge),
+/*
+ * The send queue: ring slots hold a 64-byte header plus SGEs or inline
+ * data, and every slot has a kernel copy (swqes). @cap is updated. On
+ * failure, sroce_qp_free_queues() frees what was allocated.
+ */
+static int sroce_qp_alloc_sq(struct sroce_qp *qp, struct ib_ucontext *ibuc,
+			     struct ib_qp_cap *cap)
+{
+	u32 entries, wqe, room;
+	int err;
+
+	entries = roundup_pow_of_two(max_t(u32, cap->max_send_wr, 1));
+	room = max_t(u32, max_t(u32, cap->max_send_sge, 1) *
+			  sizeof(struct sroce_sge), cap->max_inline_data);
+	wqe = roundup_pow_of_two(sizeof(struct sroce_send_wqe) + room);
+	room = wqe - sizeof(struct sroce_send_wqe);
+	qp->sq.max_sge = min_t(u32, room / sizeof(struct sroce_sge),
 			       SROCE_MAX_SGE);
-	qp->sq.max_inline = min_t(u32, sq_room, SROCE_MAX_INLINE_DATA);
-	err = sroce_wq_alloc(ibuc, &qp->sq, sq_entries, sq_wqe);
+	qp->sq.max_inline = min_t(u32, room, SROCE_MAX_INLINE_DATA);
+	err = sroce_wq_alloc(ibuc, &qp->sq, entries, wqe);
 	if (err)
-		goto err_count;
-	qp->swqe_size = ALIGN(sizeof(struct sroce_swqe) + sq_room, 8);
-	qp->swqes = kvcalloc(sq_entries, qp->swqe_size, SROCE_GFP_RING);
-	if (!qp->swqes) {
-		err = -ENOMEM;
-		goto err_sq;
-	}
+		return err;
+	qp->swqe_size = ALIGN(sizeof(struct sroce_swqe) + room, 8);
+	qp->swqes = kvcalloc(entries, qp->swqe_size, SROCE_GFP_RING);
+	if (!qp->swqes)
+		return -ENOMEM;
+	cap->max_send_wr = entries;
+	cap->max_send_sge = qp->sq.max_sge;
+	cap->max_inline_data = qp->sq.max_inline;
+	return 0;
+}
+
+/*
+ * The receive side: the RQ ring (none on an SRQ), the responder's copy of
+ * a receive WQE and its READ/atomic resources. @cap is updated. On
+ * failure, sroce_qp_free_queues() frees what was allocated.
+ */
+static int sroce_qp_alloc_rq(struct sroce_qp *qp, struct ib_ucontext *ibuc,
+			     struct ib_qp_cap *cap)
+{
+	struct sroce_resp_info *resp = &qp->resp;
+	int err;
 
 	if (!qp->srq) {
-		u32 rq_entries = roundup_pow_of_two(max_t(u32,
-							  cap->max_recv_wr, 1));
+		u32 entries = roundup_pow_of_two(max_t(u32, cap->max_recv_wr, 1));
 
-		err = sroce_wq_alloc(ibuc, &qp->rq, rq_entries,
+		err = sroce_wq_alloc(ibuc, &qp->rq, entries,
 				     sroce_recv_wqe_size(cap->max_recv_sge));
 		if (err)
-			goto err_swqes;
+			return err;
 		qp->rq.max_sge = min_t(u32, (qp->rq.wqe_size -
 					     sizeof(struct sroce_recv_wqe)) /
 					    sizeof(struct sroce_sge),
 				       SROCE_MAX_SGE);
-		qp->resp.rwqe_size = qp->rq.wqe_size;
-	} else {
-		qp->resp.rwqe_size = qp->srq->wq.wqe_size;
-	}
-	qp->resp.rwqe = kzalloc(qp->resp.rwqe_size, GFP_KERNEL_ACCOUNT);
-	qp->resp.res = kcalloc(SROCE_MAX_QP_RD_ATOM, sizeof(*qp->resp.res),
-			  GFP_KERNEL_ACCOUNT);
-	if (!qp->resp.rwqe || !qp->resp.res) {
-		err = -ENOMEM;
-		goto err_rq;
-	}
-	qp->resp.nres = 1;
-
-	/* Reserve the QPN; the QP becomes visible once it is complete. */
-	if (qp->is_gsi) {
-		qpn = 1;
-		err = xa_insert(&sdev->qp_xa, qpn, NULL, GFP_KERNEL);
-	} else {
-		err = xa_alloc_cyclic(&sdev->qp_xa, &qpn, NULL,
-				      XA_LIMIT(SROCE_QPN_MIN, SROCE_QPN_MASK),
-				      &sdev->qp_next, GFP_KERNEL);
-	}
-	if (err < 0)
-		goto err_rq;
-	ibqp->qp_num = qpn;
-
-	cap->max_send_wr = sq_entries;
-	cap->max_send_sge = qp->sq.max_sge;
-	cap->max_inline_data = qp->sq.max_inline;
-	if (!qp->srq) {
+		resp->rwqe_size = qp->rq.wqe_size;
 		cap->max_recv_wr = qp->rq.entries;
 		cap->max_recv_sge = qp->rq.max_sge;
 	} else {
+		resp->rwqe_size = qp->srq->wq.wqe_size;
 		cap->max_recv_wr = 0;
 		cap->max_recv_sge = 0;
 	}
+	resp->rwqe = kzalloc(resp->rwqe_size, GFP_KERNEL_ACCOUNT);
+	resp->res = kcalloc(SROCE_MAX_QP_RD_ATOM, sizeof(*resp->res),
+			    GFP_KERNEL_ACCOUNT);
+	if (!resp->rwqe || !resp->res)
+		return -ENOMEM;
+	resp->nres = 1;
+	return 0;
+}
+
+/* Free what sroce_qp_alloc_sq() and sroce_qp_alloc_rq() allocated, if anything. */
+static void sroce_qp_free_queues(struct sroce_qp *qp)
+{
+	kfree(qp->resp.res);
+	kfree(qp->resp.rwqe);
+	sroce_wq_free(&qp->rq);
+	kvfree(qp->swqes);
+	sroce_wq_free(&qp->sq);
+}
+
+/* Reserve the QPN; the QP becomes visible once it is complete. */
+static int sroce_qp_reserve_qpn(struct sroce_qp *qp)
+{
+	struct sroce_dev *sdev = qp->sdev;
+	u32 qpn = 1;
+	int err;
+
+	if (qp->is_gsi)
+		err = xa_insert(&sdev->qp_xa, qpn, NULL, GFP_KERNEL);
+	else
+		err = xa_alloc_cyclic(&sdev->qp_xa, &qpn, NULL,
+				      XA_LIMIT(SROCE_QPN_MIN, SROCE_QPN_MASK),
+				      &sdev->qp_next, GFP_KERNEL);
+	if (err < 0)
+		return err;
+	qp->ibqp.qp_num = qpn;
+	return 0;
+}
+
+/* Tell the provider where the rings are. */
+static int sroce_qp_copy_resp(struct sroce_qp *qp, struct ib_udata *udata)
+{
+	struct sroce_create_qp_resp resp = {
+		.sq_entries = qp->sq.entries,
+		.sq_wqe_size = qp->sq.wqe_size,
+		.qpn = qp->ibqp.qp_num,
+	};
 
 	if (qp->sq.mentry) {
 		resp.sq_mmap_offset = sroce_mmap_offset(qp->sq.mentry);
 		resp.sq_mmap_size = qp->sq.mentry->size;
 	}
-	resp.sq_entries = qp->sq.entries;
-	resp.sq_wqe_size = qp->sq.wqe_size;
 	if (qp->rq.mentry) {
 		resp.rq_mmap_offset = sroce_mmap_offset(qp->rq.mentry);
 		resp.rq_mmap_size = qp->rq.mentry->size;
 		resp.rq_entries = qp->rq.entries;
 		resp.rq_wqe_size = qp->rq.wqe_size;
 	}
-	resp.qpn = qpn;
+	return ib_copy_to_udata(udata, &resp, sizeof(resp));
+}
+
+int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		    struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibqp->device);
+	struct sroce_qp *qp = to_sqp(ibqp);
+	struct ib_ucontext *ibuc = NULL;
+	int err;
+
+	if (udata && udata->outlen < sizeof(struct sroce_create_qp_resp))
+		return -EINVAL;
+	if (udata && init->qp_type == IB_QPT_GSI)
+		return -EINVAL;
+	err = sroce_qp_check_init(sdev, init);
+	if (err)
+		return err;
+	if (atomic_inc_return(&sdev->num_qp) > SROCE_MAX_QP) {
+		err = -ENOMEM;
+		goto err_count;
+	}
+	if (udata)
+		ibuc = &rdma_udata_to_drv_context(udata, struct sroce_ucontext,
+						  ibuc)->ibuc;
+	sroce_qp_init(qp, sdev, init, !!udata);
+
+	err = sroce_qp_alloc_sq(qp, ibuc, &init->cap);
+	if (!err)
+		err = sroce_qp_alloc_rq(qp, ibuc, &init->cap);
+	if (!err)
+		err = sroce_qp_reserve_qpn(qp);
+	if (err)
+		goto err_queues;
 	if (udata) {
-		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		err = sroce_qp_copy_resp(qp, udata);
 		if (err)
 			goto err_qpn;
 	}
-
-	xa_store(&sdev->qp_xa, qpn, qp, GFP_KERNEL);
+	xa_store(&sdev->qp_xa, ibqp->qp_num, qp, GFP_KERNEL);
 	return 0;
 
 err_qpn:
-	xa_erase(&sdev->qp_xa, qpn);
-err_rq:
-	kfree(qp->resp.res);
-	kfree(qp->resp.rwqe);
-	sroce_wq_free(&qp->rq);
-err_swqes:
-	kvfree(qp->swqes);
-err_sq:
-	sroce_wq_free(&qp->sq);
+	xa_erase(&sdev->qp_xa, ibqp->qp_num);
+err_queues:
+	sroce_qp_free_queues(qp);
 err_count:
 	atomic_dec(&sdev->num_qp);
 	return err;
@@ -431,6 +475,96 @@ static u32 sroce_mtu_bytes(enum ib_mtu mtu)
 	return 128u << mtu;	/* IB_MTU_256 == 1 */
 }
 
+/* Apply the attributes of a modify_qp; both locks held. */
+static void sroce_modify_attrs_locked(struct sroce_qp *qp,
+				      const struct ib_qp_attr *attr, int mask,
+				      const struct sroce_av *av)
+{
+	if (mask & IB_QP_PKEY_INDEX)
+		qp->pkey_index = attr->pkey_index;
+	if (mask & IB_QP_QKEY)
+		qp->qkey = attr->qkey;
+	if (mask & IB_QP_ACCESS_FLAGS)
+		qp->access = attr->qp_access_flags;
+	if (mask & IB_QP_AV)
+		qp->av = *av;
+	if (mask & IB_QP_PATH_MTU) {
+		enum ib_mtu port = sroce_port_mtu(qp->sdev);
+
+		qp->path_mtu = min(attr->path_mtu, port);
+		qp->mtu = sroce_mtu_bytes(qp->path_mtu);
+	}
+	if (mask & IB_QP_TIMEOUT)
+		qp->timeout = attr->timeout;
+	if (mask & IB_QP_RETRY_CNT)
+		qp->retry_cnt = attr->retry_cnt;
+	if (mask & IB_QP_RNR_RETRY)
+		qp->rnr_retry = attr->rnr_retry;
+	if (mask & IB_QP_MIN_RNR_TIMER)
+		qp->min_rnr_timer = attr->min_rnr_timer;
+	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
+		qp->max_rd_atomic = attr->max_rd_atomic;
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC) {
+		qp->max_dest_rd_atomic = attr->max_dest_rd_atomic;
+		qp->resp.nres = max_t(u32, attr->max_dest_rd_atomic, 1);
+		memset(qp->resp.res, 0, SROCE_MAX_QP_RD_ATOM * sizeof(*qp->resp.res));
+		qp->resp.res_next = 0;
+	}
+	if (mask & IB_QP_RQ_PSN) {
+		qp->rq_psn = attr->rq_psn & SROCE_PSN_MASK;
+		qp->resp.epsn = qp->rq_psn;
+	}
+	if (mask & IB_QP_SQ_PSN) {
+		qp->sq_psn = attr->sq_psn & SROCE_PSN_MASK;
+		qp->req.psn = qp->sq_psn;
+		qp->comp.psn = qp->sq_psn;
+		qp->req.psn_hi = qp->sq_psn;
+	}
+	if (mask & IB_QP_DEST_QPN)
+		qp->dest_qpn = attr->dest_qp_num & SROCE_QPN_MASK;
+	if (mask & (IB_QP_DEST_QPN | IB_QP_AV))
+		qp->sport = rdma_get_udp_sport(qp->av.flow_label,
+					       qp->ibqp.qp_num, qp->dest_qpn);
+	if (mask & IB_QP_EN_SQD_ASYNC_NOTIFY)
+		qp->sqd_notify = attr->en_sqd_async_notify;
+}
+
+/*
+ * Carry out the transition @cur -> @next (checked); both locks held. Return
+ * true if the requester is to run once the locks are dropped.
+ */
+static bool sroce_modify_state_locked(struct sroce_qp *qp,
+				      enum ib_qp_state cur,
+				      enum ib_qp_state next)
+{
+	bool kick = false;
+
+	switch (next) {
+	case IB_QPS_RESET:
+		sroce_req_reset_locked(qp);
+		sroce_resp_reset_locked(qp);
+		break;
+	case IB_QPS_RTS:
+		if (cur == IB_QPS_SQE)
+			WRITE_ONCE(qp->sq.hdr->sq_idle, 1);
+		if (cur == IB_QPS_RTR) {
+			qp->comp.retry_left = qp->retry_cnt;
+			qp->comp.rnr_left = qp->rnr_retry;
+		}
+		kick = true;
+		break;
+	case IB_QPS_ERR:
+		sroce_qp_error_locked(qp);
+		break;
+	default:
+		break;
+	}
+	if (next != IB_QPS_ERR)
+		qp->state = next;
+	sroce_sqd_check_locked(qp);
+	return kick;
+}
+
 int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		    struct ib_udata *udata)
 {
@@ -472,79 +606,9 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		goto out;
 	}
 
-	if (mask & IB_QP_PKEY_INDEX)
-		qp->pkey_index = attr->pkey_index;
-	if (mask & IB_QP_QKEY)
-		qp->qkey = attr->qkey;
-	if (mask & IB_QP_ACCESS_FLAGS)
-		qp->access = attr->qp_access_flags;
-	if (mask & IB_QP_AV)
-		qp->av = av;
-	if (mask & IB_QP_PATH_MTU) {
-		enum ib_mtu port = sroce_port_mtu(sdev);
-
-		qp->path_mtu = min(attr->path_mtu, port);
-		qp->mtu = sroce_mtu_bytes(qp->path_mtu);
-	}
-	if (mask & IB_QP_TIMEOUT)
-		qp->timeout = attr->timeout;
-	if (mask & IB_QP_RETRY_CNT)
-		qp->retry_cnt = attr->retry_cnt;
-	if (mask & IB_QP_RNR_RETRY)
-		qp->rnr_retry = attr->rnr_retry;
-	if (mask & IB_QP_MIN_RNR_TIMER)
-		qp->min_rnr_timer = attr->min_rnr_timer;
-	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
-		qp->max_rd_atomic = attr->max_rd_atomic;
-	if (mask & IB_QP_MAX_DEST_RD_ATOMIC) {
-		qp->max_dest_rd_atomic = attr->max_dest_rd_atomic;
-		qp->resp.nres = max_t(u32, attr->max_dest_rd_atomic, 1);
-		memset(qp->resp.res, 0, SROCE_MAX_QP_RD_ATOM * sizeof(*qp->resp.res));
-		qp->resp.res_next = 0;
-	}
-	if (mask & IB_QP_RQ_PSN) {
-		qp->rq_psn = attr->rq_psn & SROCE_PSN_MASK;
-		qp->resp.epsn = qp->rq_psn;
-	}
-	if (mask & IB_QP_SQ_PSN) {
-		qp->sq_psn = attr->sq_psn & SROCE_PSN_MASK;
-		qp->req.psn = qp->sq_psn;
-		qp->comp.psn = qp->sq_psn;
-		qp->req.psn_hi = qp->sq_psn;
-	}
-	if (mask & IB_QP_DEST_QPN)
-		qp->dest_qpn = attr->dest_qp_num & SROCE_QPN_MASK;
-	if (mask & (IB_QP_DEST_QPN | IB_QP_AV))
-		qp->sport = rdma_get_udp_sport(qp->av.flow_label,
-					       ibqp->qp_num, qp->dest_qpn);
-	if (mask & IB_QP_EN_SQD_ASYNC_NOTIFY)
-		qp->sqd_notify = attr->en_sqd_async_notify;
-
-	if (next != cur) {
-		switch (next) {
-		case IB_QPS_RESET:
-			sroce_req_reset_locked(qp);
-			sroce_resp_reset_locked(qp);
-			break;
-		case IB_QPS_RTS:
-			if (cur == IB_QPS_SQE)
-				WRITE_ONCE(qp->sq.hdr->sq_idle, 1);
-			if (cur == IB_QPS_RTR) {
-				qp->comp.retry_left = qp->retry_cnt;
-				qp->comp.rnr_left = qp->rnr_retry;
-			}
-			kick = true;
-			break;
-		case IB_QPS_ERR:
-			sroce_qp_error_locked(qp);
-			break;
-		default:
-			break;
-		}
-		if (next != IB_QPS_ERR)
-			qp->state = next;
-		sroce_sqd_check_locked(qp);
-	}
+	sroce_modify_attrs_locked(qp, attr, mask, &av);
+	if (next != cur)
+		kick = sroce_modify_state_locked(qp, cur, next);
 out:
 	spin_unlock(&qp->rq_lock);
 	spin_unlock_bh(&qp->sq_lock);
@@ -661,16 +725,11 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	 * Packets in flight point back at the QP (their destructor). Dead,
 	 * it sends nothing new; the network stack frees what it holds.
 	 */
-	while (atomic_read(&qp->tx_inflight))
-		msleep(1);
+	wait_var_event(&qp->tx_inflight, !atomic_read(&qp->tx_inflight));
 
 	rdma_destroy_ah_attr(&qp->ah_attr);
 
-	kfree(qp->resp.res);
-	kfree(qp->resp.rwqe);
-	kvfree(qp->swqes);
-	sroce_wq_free(&qp->rq);
-	sroce_wq_free(&qp->sq);
+	sroce_qp_free_queues(qp);
 	atomic_dec(&sdev->num_qp);
 	return 0;
 }

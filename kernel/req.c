@@ -119,6 +119,9 @@ void sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
 void sroce_req_fail(struct sroce_qp *qp, struct sroce_swqe *wqe,
 			   enum ib_wc_status status)
 {
+	sroce_qp_dbg(qp, "send WQE at PSN %u failed: %s, QP to %s\n",
+		     wqe->first_psn, ib_wc_status_msg(status),
+		     qp->type == IB_QPT_RC ? "ERR" : "SQE");
 	/* Everything before it has completed already: it is the head. */
 	sroce_complete_head(qp, wqe, status);
 	spin_lock(&qp->rq_lock);
@@ -235,6 +238,7 @@ static bool sroce_sq_fetch(struct sroce_qp *qp)
 /* The ring is unusable: the QP goes to ERR with a fatal event. */
 static void sroce_sq_broken(struct sroce_qp *qp)
 {
+	sroce_qp_dbg(qp, "send ring broken by its producer, QP to ERR\n");
 	spin_lock(&qp->rq_lock);
 	sroce_qp_error_locked(qp);
 	spin_unlock(&qp->rq_lock);
@@ -372,64 +376,32 @@ static u8 sroce_req_opcode(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 k)
 }
 
 /*
- * Build and send the packet of @wqe at PSN @psn. Return 0 (also when the
- * network layer could not route it: that is a lost packet), -ENOBUFS when
- * the transmit queue is full (not sent), or a completion status for a
- * local error.
+ * The extension headers of packet @k of @wqe after the BTH at @bth; UD
+ * returns the destination QPN and UDP source port through @dqpn, @sport.
  */
-int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe,
-			      u32 psn, bool *ackreq)
+static void sroce_req_encode_ext(struct sroce_qp *qp, struct sroce_swqe *wqe,
+				 const struct sroce_opcode_info *oi, u32 k,
+				 u8 *bth, u32 *dqpn, u16 *sport)
 {
-	const struct sroce_av *av = qp->type == IB_QPT_UD ? &wqe->av :
-								   &qp->av;
-	u32 k = sroce_psn_fwd(psn, wqe->first_psn);
-	const struct sroce_opcode_info *oi;
-	struct sroce_txpkt tp;
-	u32 off = 0, plen = 0, dqpn;
-	u16 sport = qp->sport;
-	u8 opcode;
-	int st;
+	const struct sroce_send_wqe *wr = &wqe->wr;
 
-	opcode = sroce_req_opcode(qp, wqe, k);
-	oi = sroce_opcode_lookup(opcode);
-
-	if (oi->kind == SROCE_KIND_SEND || oi->kind == SROCE_KIND_WRITE) {
-		off = k * qp->mtu;
-		plen = min(qp->mtu, wqe->len - off);
-		if (qp->type == IB_QPT_UD)
-			plen = wqe->len;
-	}
-
-	if (sroce_tx_alloc(qp->sdev, av, oi->hdr_len, plen, &tp))
-		return -ENOBUFS;	/* no memory: hold back, try again */
-	tp.qp = qp;
-
-	if (plen) {
-		st = sroce_wqe_copy(qp, wqe, off, tp.payload, plen,
-				    SROCE_COPY_FROM_MR);
-		if (st) {
-			kfree_skb(tp.skb);
-			return st;
-		}
-	}
-
-	dqpn = qp->dest_qpn;
 	if (qp->type == IB_QPT_UD) {
 		struct sroce_deth deth = {
-			.qkey = (wqe->wr.wr.ud.remote_qkey & 0x80000000u) ?
-				qp->qkey : wqe->wr.wr.ud.remote_qkey,
+			.qkey = (wr->wr.ud.remote_qkey & 0x80000000u) ?
+				qp->qkey : wr->wr.ud.remote_qkey,
 			.sqpn = qp->ibqp.qp_num,
 		};
 
-		dqpn = wqe->wr.wr.ud.remote_qpn & SROCE_QPN_MASK;
-		sport = rdma_get_udp_sport(av->flow_label, qp->ibqp.qp_num, dqpn);
-		sroce_deth_encode(tp.bth + sroce_opcode_hdr_off(oi, SROCE_HDR_DETH),
+		*dqpn = wr->wr.ud.remote_qpn & SROCE_QPN_MASK;
+		*sport = rdma_get_udp_sport(wqe->av.flow_label,
+					    qp->ibqp.qp_num, *dqpn);
+		sroce_deth_encode(bth + sroce_opcode_hdr_off(oi, SROCE_HDR_DETH),
 				  &deth);
 	}
 	if (sroce_opcode_has(oi, SROCE_HDR_RETH)) {
 		struct sroce_reth reth = {
-			.va = wqe->wr.wr.rdma.remote_addr,
-			.rkey = wqe->wr.wr.rdma.rkey,
+			.va = wr->wr.rdma.remote_addr,
+			.rkey = wr->wr.rdma.rkey,
 			.len = wqe->len,
 		};
 
@@ -440,28 +412,64 @@ int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe,
 			reth.va += done;
 			reth.len -= done;
 		}
-		sroce_reth_encode(tp.bth + sroce_opcode_hdr_off(oi, SROCE_HDR_RETH),
+		sroce_reth_encode(bth + sroce_opcode_hdr_off(oi, SROCE_HDR_RETH),
 				  &reth);
 	}
 	if (sroce_opcode_has(oi, SROCE_HDR_ATOMICETH)) {
 		struct sroce_atomiceth a = {
-			.va = wqe->wr.wr.atomic.remote_addr,
-			.rkey = wqe->wr.wr.atomic.rkey,
-			.swap_add = wqe->wr.opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ?
-				    wqe->wr.wr.atomic.swap :
-				    wqe->wr.wr.atomic.compare_add,
-			.compare = wqe->wr.wr.atomic.compare_add,
+			.va = wr->wr.atomic.remote_addr,
+			.rkey = wr->wr.atomic.rkey,
+			.swap_add = wr->opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ?
+				    wr->wr.atomic.swap : wr->wr.atomic.compare_add,
+			.compare = wr->wr.atomic.compare_add,
 		};
 
-		sroce_atomiceth_encode(tp.bth + sroce_opcode_hdr_off(oi, SROCE_HDR_ATOMICETH),
+		sroce_atomiceth_encode(bth + sroce_opcode_hdr_off(oi, SROCE_HDR_ATOMICETH),
 				       &a);
 	}
 	if (sroce_opcode_has(oi, SROCE_HDR_IMMDT))
-		memcpy(tp.bth + sroce_opcode_hdr_off(oi, SROCE_HDR_IMMDT),
-		       &wqe->wr.imm_data, 4);	/* already in wire order */
+		memcpy(bth + sroce_opcode_hdr_off(oi, SROCE_HDR_IMMDT),
+		       &wr->imm_data, 4);	/* already in wire order */
 	if (sroce_opcode_has(oi, SROCE_HDR_IETH))
-		sroce_ieth_set_rkey(tp.bth + sroce_opcode_hdr_off(oi, SROCE_HDR_IETH),
-				    wqe->wr.imm_data);
+		sroce_ieth_set_rkey(bth + sroce_opcode_hdr_off(oi, SROCE_HDR_IETH),
+				    wr->imm_data);
+}
+
+/*
+ * Build and send the packet of @wqe at PSN @psn. Return 0 (also when the
+ * network layer could not route it: that is a lost packet), -ENOBUFS when
+ * the transmit queue is full (not sent), or a completion status for a
+ * local error.
+ */
+int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 psn,
+		       bool *ackreq)
+{
+	const struct sroce_av *av = qp->type == IB_QPT_UD ? &wqe->av : &qp->av;
+	u32 k = sroce_psn_fwd(psn, wqe->first_psn);
+	u8 opcode = sroce_req_opcode(qp, wqe, k);
+	const struct sroce_opcode_info *oi = sroce_opcode_lookup(opcode);
+	u32 off = 0, plen = 0, dqpn = qp->dest_qpn;
+	u16 sport = qp->sport;
+	struct sroce_txpkt tp;
+	int st;
+
+	if (oi->kind == SROCE_KIND_SEND || oi->kind == SROCE_KIND_WRITE) {
+		off = k * qp->mtu;
+		plen = qp->type == IB_QPT_UD ? wqe->len :
+		       min(qp->mtu, wqe->len - off);
+	}
+	if (sroce_tx_alloc(qp->sdev, av, oi->hdr_len, plen, &tp))
+		return -ENOBUFS;	/* no memory: hold back, try again */
+	tp.qp = qp;
+	if (plen) {
+		st = sroce_wqe_copy(qp, wqe, off, tp.payload, plen,
+				    SROCE_COPY_FROM_MR);
+		if (st) {
+			kfree_skb(tp.skb);
+			return st;
+		}
+	}
+	sroce_req_encode_ext(qp, wqe, oi, k, tp.bth, &dqpn, &sport);
 
 	sroce_bth_set_opcode(tp.bth, opcode);
 	tp.bth[2] = 0xff;	/* default P_Key */
@@ -611,10 +619,161 @@ static bool sroce_tx_hold_expired(struct sroce_qp *qp)
 	return time_after(jiffies, qp->req.tx_hold_since + limit);
 }
 
-/* Run the requester with sq_lock held. */
+/*
+ * May the requester start @wqe now? If so, give it its PSNs. The limits:
+ * SQD starts nothing new, max_rd_atomic READs/atomics outstanding, a fence
+ * waits for them, and the RC window of unacknowledged PSNs.
+ */
+static bool sroce_req_start(struct sroce_qp *qp, struct sroce_swqe *wqe)
+{
+	u32 op = wqe->wr.opcode;
+
+	if (qp->state == IB_QPS_SQD)
+		return false;
+	if (wqe->is_rd && qp->req.rd_out >= max_t(u32, qp->max_rd_atomic, 1))
+		return false;
+	if ((wqe->wr.send_flags & SROCE_SEND_FENCE) && qp->req.rd_out)
+		return false;
+	if (qp->type == IB_QPT_RC && sroce_req_unacked(qp) >= SROCE_MAX_UNACKED)
+		return false;
+	/*
+	 * READ responses come back as fast as the responder can send them:
+	 * keep at most SROCE_MAX_READ_PSNS of them (or one READ) outstanding,
+	 * so that the last of them arrives within an ACK timeout.
+	 */
+	if (op == IB_UVERBS_WR_RDMA_READ && qp->req.rd_out &&
+	    sroce_req_unacked(qp) + DIV_ROUND_UP(wqe->len, qp->mtu) >
+	    SROCE_MAX_READ_PSNS)
+		return false;
+	if (qp->type == IB_QPT_UD || sroce_op_is_atomic(op))
+		wqe->npkts = 1;
+	else
+		wqe->npkts = max_t(u32, 1, DIV_ROUND_UP(wqe->len, qp->mtu));
+	wqe->first_psn = qp->req.psn;
+	wqe->last_psn = sroce_psn_add(wqe->first_psn, wqe->npkts - 1);
+	wqe->started = true;
+	if (wqe->is_rd)
+		qp->req.rd_out++;
+	return true;
+}
+
+/*
+ * The transmit path refused a packet: wait a tick and go on from the same
+ * PSN, unless it has refused for too long.
+ */
+static void sroce_req_tx_refused(struct sroce_qp *qp)
+{
+	if (sroce_tx_hold_expired(qp)) {
+		sroce_qp_dbg(qp, "transmit path refused packets too long\n");
+		sroce_req_fail(qp, sroce_swqe_at(qp, qp->sq.cons),
+			       IB_WC_RETRY_EXC_ERR);
+		return;
+	}
+	if (!qp->req.paused && !qp->dead) {
+		qp->req.paused = true;
+		mod_timer(&qp->comp.rnr_timer, jiffies + 1);
+	}
+}
+
+/* The packet of @wqe at req.psn went out: move on. */
+static void sroce_req_sent(struct sroce_qp *qp, struct sroce_swqe *wqe)
+{
+	bool last;
+
+	if (wqe->wr.opcode == IB_UVERBS_WR_RDMA_READ) {
+		/* One request packet asks for every response PSN. */
+		qp->req.psn = sroce_psn_inc(wqe->last_psn);
+		last = true;
+	} else {
+		last = qp->req.psn == wqe->last_psn;
+		qp->req.psn = sroce_psn_inc(qp->req.psn);
+	}
+	if (sroce_psn_after(qp->req.psn, qp->req.psn_hi))
+		qp->req.psn_hi = qp->req.psn;
+	if (qp->type == IB_QPT_RC && !timer_pending(&qp->comp.retry_timer))
+		sroce_retry_arm(qp);
+	if (!last)
+		return;
+	qp->req.next++;
+	if (qp->type != IB_QPT_RC) {
+		/* UC, UD: done once sent. */
+		qp->comp.psn = qp->req.psn;
+		sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
+	}
+}
+
+/*
+ * Send the next packet of @wqe, a SEND, WRITE, READ or atomic. Return false
+ * if the requester has to stop (window, transmit queue, error).
+ */
+static bool sroce_req_packet(struct sroce_qp *qp, struct sroce_swqe *wqe)
+{
+	bool rc = qp->type == IB_QPT_RC, ackreq;
+	int st;
+
+	if (qp->req.paused || sroce_tx_full(qp))
+		return false;
+	if (!wqe->started) {
+		if (!sroce_req_start(qp, wqe))
+			return false;
+	} else if (rc && sroce_req_unacked(qp) >= SROCE_MAX_UNACKED &&
+		   wqe->wr.opcode != IB_UVERBS_WR_RDMA_READ) {
+		return false;
+	}
+	if (wqe->is_rd && !sroce_req_rd_resume(qp, wqe))
+		return true;	/* nothing to ask for: skipped */
+
+	ackreq = rc && sroce_req_unacked(qp) + 1 >= SROCE_MAX_UNACKED;
+	st = sroce_req_send_pkt(qp, wqe, qp->req.psn, &ackreq);
+	if (st == -ENOBUFS) {
+		sroce_req_tx_refused(qp);
+		return false;
+	}
+	qp->req.tx_holding = false;
+	if (st) {
+		if (qp->req.next == qp->sq.cons)
+			sroce_req_fail(qp, wqe, st);
+		else
+			wqe->status = st;
+		return false;
+	}
+	sroce_req_sent(qp, wqe);
+	return true;
+}
+
+/*
+ * Nothing left to send: fetch what user space has posted since. Return
+ * true if there is a WQE at req.next, false when the requester goes idle
+ * (or the ring is broken and the QP went to ERR).
+ */
+static bool sroce_req_fetch_more(struct sroce_qp *qp)
+{
+	struct sroce_wq *sq = &qp->sq;
+
+	for (;;) {
+		if (!sroce_sq_fetch(qp)) {
+			sroce_sq_broken(qp);
+			return false;
+		}
+		if (qp->req.next != qp->req.fetched)
+			return true;
+		/*
+		 * Idle. sq_idle before the producer load, pairing with the
+		 * smp_mb() of a poster between its producer store and its
+		 * sq_idle load (the provider, sroce_post_send_kernel()):
+		 * either we see its WQE or it sees us idle and rings.
+		 */
+		WRITE_ONCE(sq->hdr->sq_idle, 1);
+		smp_mb();
+		if (READ_ONCE(sq->hdr->producer) == qp->req.fetched)
+			return false;
+		WRITE_ONCE(sq->hdr->sq_idle, 0);
+	}
+}
+
+/* Run the requester with sq_lock held, for up to @budget packets. */
 void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 {
-	enum ib_qp_type type = qp->type;
 	struct sroce_wq *sq = &qp->sq;
 
 	if (qp->dead || !sq->hdr)
@@ -631,27 +790,10 @@ void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 
 	for (;;) {
 		struct sroce_swqe *wqe;
-		bool ackreq = false;
-		u32 k;
-		int st;
 
-		if (qp->req.next == qp->req.fetched) {
-			if (!sroce_sq_fetch(qp)) {
-				sroce_sq_broken(qp);
-				return;
-			}
-			if (qp->req.next == qp->req.fetched) {
-				/* Idle; then make sure no post slipped in. */
-				WRITE_ONCE(sq->hdr->sq_idle, 1);
-				smp_mb();
-				if (READ_ONCE(sq->hdr->producer) == qp->req.fetched)
-					return;
-				WRITE_ONCE(sq->hdr->sq_idle, 0);
-				continue;
-			}
-		}
+		if (qp->req.next == qp->req.fetched && !sroce_req_fetch_more(qp))
+			return;
 		wqe = sroce_swqe_at(qp, qp->req.next);
-
 		if (wqe->status) {
 			/* Fails once everything before it has completed. */
 			if (qp->req.next == sq->cons)
@@ -661,107 +803,8 @@ void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 		if (sroce_op_is_local(wqe->wr.opcode)) {
 			if (!sroce_req_local(qp, wqe))
 				return;
-			if (!--budget) {
-				sroce_req_defer(qp);
-				return;
-			}
-			continue;
-		}
-		if (qp->req.paused || sroce_tx_full(qp))
+		} else if (!sroce_req_packet(qp, wqe)) {
 			return;
-		if (!wqe->started) {
-			if (qp->state == IB_QPS_SQD)
-				return;
-			if (wqe->is_rd &&
-			    qp->req.rd_out >= max_t(u32, qp->max_rd_atomic, 1))
-				return;
-			if ((wqe->wr.send_flags & SROCE_SEND_FENCE) &&
-			    qp->req.rd_out)
-				return;
-			if (type == IB_QPT_RC &&
-			    sroce_req_unacked(qp) >= SROCE_MAX_UNACKED)
-				return;
-			/*
-			 * READ responses come back as fast as the responder
-			 * can send them: keep at most SROCE_MAX_READ_PSNS of
-			 * them (or one READ) outstanding, so that the last of
-			 * them arrives within an ACK timeout.
-			 */
-			if (wqe->wr.opcode == IB_UVERBS_WR_RDMA_READ && qp->req.rd_out &&
-			    sroce_req_unacked(qp) +
-			    DIV_ROUND_UP(wqe->len, qp->mtu) > SROCE_MAX_READ_PSNS)
-				return;
-			if (type == IB_QPT_UD || wqe->wr.opcode ==
-						 IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
-			    wqe->wr.opcode == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD)
-				wqe->npkts = 1;
-			else
-				wqe->npkts = max_t(u32, 1, DIV_ROUND_UP(wqe->len,
-								       qp->mtu));
-			wqe->first_psn = qp->req.psn;
-			wqe->last_psn = sroce_psn_add(wqe->first_psn,
-						      wqe->npkts - 1);
-			wqe->started = true;
-			if (wqe->is_rd)
-				qp->req.rd_out++;
-		} else if (type == IB_QPT_RC &&
-			   sroce_req_unacked(qp) >= SROCE_MAX_UNACKED &&
-			   wqe->wr.opcode != IB_UVERBS_WR_RDMA_READ) {
-			return;
-		}
-
-		if (wqe->is_rd && !sroce_req_rd_resume(qp, wqe)) {
-			if (!--budget) {
-				sroce_req_defer(qp);
-				return;
-			}
-			continue;
-		}
-		k = sroce_psn_fwd(qp->req.psn, wqe->first_psn);
-		if (type == IB_QPT_RC &&
-		    sroce_req_unacked(qp) + 1 >= SROCE_MAX_UNACKED)
-			ackreq = true;
-		st = sroce_req_send_pkt(qp, wqe, qp->req.psn, &ackreq);
-		if (st == -ENOBUFS) {
-			if (sroce_tx_hold_expired(qp)) {
-				sroce_req_fail(qp, sroce_swqe_at(qp, sq->cons),
-					       IB_WC_RETRY_EXC_ERR);
-				return;
-			}
-			/* Queue full: wait a tick, then go on from here. */
-			if (!qp->req.paused && !qp->dead) {
-				qp->req.paused = true;
-				mod_timer(&qp->comp.rnr_timer, jiffies + 1);
-			}
-			return;
-		}
-		qp->req.tx_holding = false;
-		if (st) {
-			if (qp->req.next == sq->cons)
-				sroce_req_fail(qp, wqe, st);
-			else
-				wqe->status = st;
-			return;
-		}
-
-		if (wqe->wr.opcode == IB_UVERBS_WR_RDMA_READ) {
-			qp->req.psn = sroce_psn_inc(wqe->last_psn);
-			k = wqe->npkts - 1;
-		} else {
-			qp->req.psn = sroce_psn_inc(qp->req.psn);
-		}
-		if (sroce_psn_after(qp->req.psn, qp->req.psn_hi))
-			qp->req.psn_hi = qp->req.psn;
-		if (type == IB_QPT_RC && !timer_pending(&qp->comp.retry_timer))
-			sroce_retry_arm(qp);
-
-		if (k == wqe->npkts - 1) {
-			qp->req.next++;
-			if (type != IB_QPT_RC) {
-				/* UC, UD: done once sent. */
-				qp->comp.psn = qp->req.psn;
-				sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
-			}
 		}
 		if (!--budget) {
 			sroce_req_defer(qp);
