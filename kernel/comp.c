@@ -357,6 +357,7 @@ static void sroce_comp_aeth(struct sroce_qp *qp, u8 syn, u32 psn)
 		if (!wqe)
 			break;
 		if (!qp->comp.rnr_left) {
+			sroce_qp_dbg(qp, "RNR retries exhausted at PSN %u\n", psn);
 			if (wqe == sroce_swqe_at(qp, qp->sq.cons))
 				sroce_req_fail(qp, wqe, IB_WC_RNR_RETRY_EXC_ERR);
 			break;
@@ -368,11 +369,14 @@ static void sroce_comp_aeth(struct sroce_qp *qp, u8 syn, u32 psn)
 		sroce_rnr_arm(qp, sroce_aeth_syn_value(syn));
 		break;
 	case SROCE_AETH_NAK:
+		sroce_qp_dbg(qp, "NAK %u received for PSN %u\n",
+			     sroce_aeth_syn_value(syn), psn);
 		switch (sroce_aeth_syn_value(syn)) {
 		case SROCE_NAK_PSN_SEQ_ERROR:
 			sroce_cnt_inc(sdev, SROCE_CNT_SEQ_NAK_RCVD);
 			if (!sroce_comp_ack_upto(qp, prev) && psn == qp->comp.psn) {
 				if (!qp->comp.retry_left) {
+					sroce_qp_dbg(qp, "sequence NAKs exhausted retries\n");
 					wqe = sroce_wqe_by_psn(qp, psn);
 					if (wqe && wqe == sroce_swqe_at(qp, qp->sq.cons))
 						sroce_req_fail(qp, wqe,
@@ -507,6 +511,8 @@ void sroce_retry_timer(struct timer_list *t)
 		goto out;
 	sroce_cnt_inc(qp->sdev, SROCE_CNT_RETRY);
 	if (!qp->comp.retry_left) {
+		sroce_qp_dbg(qp, "ACK timeout, retries exhausted at PSN %u\n",
+			     qp->comp.psn);
 		if (qp->sq.cons != qp->req.fetched) {
 			wqe = sroce_swqe_at(qp, qp->sq.cons);
 			sroce_req_fail(qp, wqe, IB_WC_RETRY_EXC_ERR);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * sroce - the RoCE v2 network layer, receive side: the UDP port 4791 tunnel
- * sockets, packet validation and the per-port receive counters.
+ * sroce - the RoCE v2 network layer: the UDP port 4791 tunnel sockets,
+ * receive (validation, dispatch to the transport), transmit (routing, IP
+ * and UDP headers, ICRC, back-pressure) and the per-port counters.
  *
  * Sockets
  * -------
@@ -20,16 +21,21 @@
  * UDP header and the IP header in the linear area. It maps skb->dev to the
  * sroce device with an RCU lookup (main.c), linearizes the skb, runs the
  * wire validator over the whole IP datagram (ICRC included) and hands good
- * packets to sroce_rcv_pkt(), the transport's entry point. Every skb is
- * freed exactly once: kfree_skb() for drops, consume_skb() for packets the
- * transport has used.
+ * packets to sroce_rcv_pkt(), which finds the QP and calls the responder
+ * (requests) or the completer (responses). Every skb is freed exactly once:
+ * kfree_skb() for drops, consume_skb() for packets the transport has used.
+ * Linearizing costs a copy for fragmented skbs; virtio-net and most NIC
+ * drivers hand packets of one MTU over linear.
  *
- * Linearizing is the simple and obviously correct choice while no packet is
- * delivered anywhere: virtio-net hands small packets over linear anyway. The
- * transport is expected to replace it with a check of the headers from a
- * pskb_may_pull()ed head plus the ICRC computed in its copy pass over the
- * fragments (sroce_parse_bth() + sroce_icrc_begin()/update()).
+ * Transmit
+ * --------
+ * sroce_tx_alloc() builds an skb with room for IP/UDP and the transport
+ * headers, sroce_tx_send() routes it, fills in IP, UDP and ICRC and hands
+ * it to the IP layer (or loops it back to a device on this host through a
+ * tasklet). Every QP limits its packets in flight (sroce_tx_full()).
  */
+
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/ip.h>
 #include <linux/ipv6.h>
@@ -38,6 +44,7 @@
 #include <linux/skbuff.h>
 #include <linux/u64_stats_sync.h>
 #include <linux/udp.h>
+#include <linux/wait_bit.h>
 #include <net/ip.h>
 #include <net/ip6_route.h>
 #include <net/ipv6.h>
@@ -348,8 +355,9 @@ int sroce_tx_alloc(struct sroce_dev *sdev, const struct sroce_av *av,
  * Back-pressure. Queues between us and the wire (qdisc, driver ring) drop
  * when they overflow, and fq_codel does so without telling the sender, so
  * every QP limits its packets in flight: the skb destructor counts them
- * down. It runs in softirq or process context and never after destroy_qp
- * has seen the count reach zero (the decrement is its last access).
+ * down. It runs in softirq or process context. The decrement is its last
+ * access to the QP: destroy_qp waits for zero and then frees it, so the
+ * wake-up only uses the counter's address, as a key.
  */
 static void sroce_tx_destructor(struct sk_buff *skb)
 {
@@ -361,7 +369,8 @@ static void sroce_tx_destructor(struct sk_buff *skb)
 		queue_work(system_highpri_wq, &qp->req.work);
 		queue_delayed_work(system_highpri_wq, &qp->resp.work, 0);
 	}
-	atomic_dec(&qp->tx_inflight);
+	if (atomic_dec_and_test(&qp->tx_inflight))
+		wake_up_var(&qp->tx_inflight);
 }
 
 /*
@@ -648,10 +657,10 @@ int sroce_net_get(const char *name)
 	}
 	if (err) {
 		if (err == -EADDRINUSE)
-			pr_info("sroce: cannot create %s: UDP port %u is in use (another RoCE v2 device, e.g. rdma_rxe, is loaded)\n",
+			pr_info("cannot create %s: UDP port %u is in use (another RoCE v2 device, e.g. rdma_rxe, is loaded)\n",
 				name, SROCE_UDP_PORT);
 		else
-			pr_info("sroce: cannot create %s: UDP port %u socket: error %d\n",
+			pr_info("cannot create %s: UDP port %u socket: error %d\n",
 				name, SROCE_UDP_PORT, err);
 		sroce_udp_close_all();
 		goto out;

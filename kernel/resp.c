@@ -79,6 +79,7 @@ static void sroce_send_ack(struct sroce_qp *qp, u32 psn, u8 syn)
 
 static void sroce_send_nak(struct sroce_qp *qp, u32 psn, enum sroce_nak_code c)
 {
+	sroce_qp_dbg(qp, "NAK %d sent for PSN %u\n", c, psn);
 	if (c == SROCE_NAK_PSN_SEQ_ERROR)
 		sroce_cnt_inc(qp->sdev, SROCE_CNT_SEQ_NAK_SENT);
 	sroce_send_ack(qp, psn, sroce_aeth_syn_nak(c));
@@ -119,6 +120,7 @@ static int sroce_rq_take(struct sroce_qp *qp)
  */
 static void sroce_rq_broken_event(struct sroce_qp *qp)
 {
+	sroce_qp_dbg(qp, "receive ring broken by its producer\n");
 	if (qp->srq && !xchg(&qp->srq->broken, true))
 		sroce_srq_event(qp->srq, IB_EVENT_SRQ_ERR);
 	if (!qp->resp.failed)
@@ -254,6 +256,8 @@ void sroce_resp_reset_locked(struct sroce_qp *qp)
 static void sroce_resp_fatal(struct sroce_qp *qp, u32 psn,
 			     enum sroce_nak_code nak, enum ib_wc_status status)
 {
+	sroce_qp_dbg(qp, "responder error at PSN %u (NAK %d, %s), QP to ERR\n",
+		     psn, nak, ib_wc_status_msg(status));
 	if (qp->resp.rwqe_valid && status != IB_WC_SUCCESS) {
 		struct ib_wc wc = { .status = status, .opcode = IB_WC_RECV };
 

@@ -549,6 +549,14 @@ struct sroce_mmap_entry {
 	size_t			size;
 };
 
+/*
+ * Debug messages (dynamic debug) at the decisions that explain a stuck or
+ * failed QP: why it went to ERR, NAKs sent and received, retries exhausted.
+ */
+#define sroce_qp_dbg(qp, fmt, ...)					\
+	ibdev_dbg(&(qp)->sdev->ibdev, "qp %u: " fmt,			\
+		  (qp)->ibqp.qp_num, ##__VA_ARGS__)
+
 static inline struct sroce_qp *to_sqp(struct ib_qp *ibqp)
 {
 	return container_of(ibqp, struct sroce_qp, ibqp);
