@@ -4,7 +4,8 @@
 #
 #   make                      sroce.ko for $(KVER) + user space (provider, tools, unit tests)
 #   make install DESTDIR=D    the module, the provider and its .driver file, nothing else
-#   make test                 unit tests on the host, then the VM suites (boots QEMU guests)
+#   make test                 style gates, unit tests on the host, then the VM suites (QEMU guests)
+#   make check-style          checkpatch --strict on kernel/, LINUX_VERSION_CODE only in compat.h
 #   make demo                 two guests, sroce0 in each, rdma link + ibv_devinfo, traffic
 #   make bench                speed floor: sroce<->sroce vs rxe<->rxe (never part of make test)
 #   make deb                  build/deb/sroce-dkms_V_all.deb and libsroce_V_ARCH.deb (debian/)
@@ -28,7 +29,7 @@ else
 WERROR ?= OFF
 endif
 
-.PHONY: all module userspace install install-tree test unit-test vm-test demo bench deb deps clean
+.PHONY: all module userspace install install-tree test check-style unit-test vm-test demo bench deb deps clean
 
 all: module userspace
 
@@ -56,6 +57,9 @@ install-tree: all
 	rm -rf $(INSTALL_TREE)
 	$(MAKE) --no-print-directory install DESTDIR=$(INSTALL_TREE)
 
+check-style:
+	scripts/check-kernel-style.sh
+
 unit-test: userspace
 	ctest --test-dir $(CMAKE_BUILD) --output-on-failure
 
@@ -63,6 +67,7 @@ vm-test: install-tree
 	KVER=$(KVER) $(PYTHON) -m pytest -v -rfEs --durations=25 $(PYTEST_ARGS) tests/build tests/vm
 
 test: deps
+	$(MAKE) --no-print-directory check-style
 	$(MAKE) --no-print-directory unit-test
 	$(MAKE) --no-print-directory vm-test
 

@@ -29,12 +29,13 @@
 void sroce_retry_arm(struct sroce_qp *qp)
 {
 	u64 ns = sroce_ack_timeout_ns(qp->timeout) << qp->comp.retry_shift;
+	unsigned long delay;
 
 	if (!ns || qp->dead)
 		return;
 	/* At least a few ms: timer and scheduling granularity. */
-	mod_timer(&qp->comp.retry_timer, jiffies + max_t(unsigned long,
-					nsecs_to_jiffies(ns), msecs_to_jiffies(4)));
+	delay = max_t(unsigned long, nsecs_to_jiffies(ns), msecs_to_jiffies(4));
+	mod_timer(&qp->comp.retry_timer, jiffies + delay);
 }
 
 /* ---------------------------------------------------------------- rewind */
@@ -58,8 +59,7 @@ static void sroce_go_back(struct sroce_qp *qp, u32 psn)
 		if (!sroce_psn_in_range(psn, wqe->first_psn, wqe->last_psn))
 			continue;
 		if (wqe->wr.opcode == IB_UVERBS_WR_RDMA_READ)
-			psn = sroce_psn_add(wqe->first_psn,
-					    wqe->read_done / qp->mtu);
+			psn = sroce_read_resume_psn(qp, wqe);
 		if (i - qp->sq.cons > qp->req.next - qp->sq.cons ||
 		    (i == qp->req.next && sroce_psn_after_eq(psn, qp->req.psn)))
 			return;
@@ -164,8 +164,7 @@ static bool sroce_comp_ack_upto(struct sroce_qp *qp, u32 psn)
 			 * (complete) response: the responses were lost.
 			 */
 			if (sroce_psn_after_eq(psn, wqe->last_psn))
-				sroce_read_gap(qp, wqe, sroce_psn_add(wqe->first_psn,
-						wqe->read_done / qp->mtu));
+				sroce_read_gap(qp, wqe, sroce_read_resume_psn(qp, wqe));
 			break;
 		}
 		sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
@@ -252,7 +251,7 @@ static void sroce_comp_read_resp(struct sroce_qp *qp, const u8 *ip,
 	if (!wqe || wqe->wr.opcode != IB_UVERBS_WR_RDMA_READ ||
 	    wqe->resp_done)
 		return;		/* stale or duplicate */
-	expect = sroce_psn_add(wqe->first_psn, wqe->read_done / qp->mtu);
+	expect = sroce_read_resume_psn(qp, wqe);
 	if (psn != expect) {
 		if (sroce_psn_after(psn, expect))
 			sroce_read_gap(qp, wqe, expect);
@@ -333,8 +332,8 @@ static void sroce_rnr_arm(struct sroce_qp *qp, unsigned int code)
 
 	qp->req.paused = true;
 	if (!qp->dead)
-		mod_timer(&qp->comp.rnr_timer, jiffies + max_t(unsigned long,
-						usecs_to_jiffies(us), 1));
+		mod_timer(&qp->comp.rnr_timer,
+			  jiffies + max_t(unsigned long, usecs_to_jiffies(us), 1));
 }
 
 static void sroce_comp_aeth(struct sroce_qp *qp, u8 syn, u32 psn)

@@ -42,9 +42,10 @@
  * Lock order: RTNL -> sroce_devs_lock, and ib_core's per-device
  * unregistration lock -> sroce_devs_lock; the socket lock of net.c
  * (sroce_net_lock) is taken with neither of ours held, under ib_core's
- * link_ops_rwsem (newlink) or unregistration lock (dealloc_driver). Nothing here takes RTNL or calls
- * into ib_core while holding sroce_devs_lock, and nothing waits for an
- * unregistration while holding RTNL.
+ * link_ops_rwsem (newlink) or unregistration lock (dealloc_driver).
+ * Nothing here takes RTNL or calls into ib_core while holding
+ * sroce_devs_lock, and nothing waits for an unregistration while holding
+ * RTNL.
  */
 
 #include <linux/hashtable.h>

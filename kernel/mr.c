@@ -250,7 +250,6 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	return 0;
 }
 
-
 /* [va, va + len) inside the region? A zero length is always inside. */
 static bool sroce_mr_covers(const struct sroce_mr *mr, u64 va, u64 len)
 {
@@ -304,8 +303,8 @@ static struct sroce_mr *sroce_mr_lookup(struct sroce_dev *sdev, u32 key)
  * -EFAULT for a DMA-region address outside the linear map, or the first
  * non-zero value of @fn.
  */
-static int sroce_mr_for_each_page(struct sroce_mr *mr, u64 va, u64 len,
-			   sroce_mr_page_fn fn, void *priv)
+static int sroce_mr_walk_pages(struct sroce_mr *mr, u64 va, u64 len,
+			       sroce_mr_page_fn fn, void *priv)
 {
 	unsigned long idx;
 	unsigned int pgoff, chunk;
@@ -404,7 +403,7 @@ int sroce_mr_access(struct sroce_dev *sdev, struct sroce_pd *pd, u32 key,
 		spin_lock_irqsave(&mr->lock, flags);
 	err = sroce_mr_check(mr, pd, key, access, va, len);
 	if (!err && len && fn)
-		err = sroce_mr_for_each_page(mr, va, len, fn, priv);
+		err = sroce_mr_walk_pages(mr, va, len, fn, priv);
 	if (mr->type == SROCE_MR_FAST)
 		spin_unlock_irqrestore(&mr->lock, flags);
 	sroce_mr_put(mr);

@@ -386,7 +386,6 @@ void sroce_qp_error(struct sroce_qp *qp)
 	spin_unlock_bh(&qp->sq_lock);
 }
 
-
 /*
  * Deferred work of the error state: a fatal error the responder found
  * (err_pending), or receives posted to a kernel QP in ERR from a context

@@ -184,6 +184,7 @@ void sroce_wq_free(struct sroce_wq *wq)
  */
 u32 sroce_wq_ring_prod(struct sroce_wq *wq, u32 from, bool *broken)
 {
+	/* Acquire: the WQEs before the index, see sroce-abi.h. */
 	u32 p = smp_load_acquire(&wq->hdr->producer);
 
 	if (p - from > wq->entries - (from - wq->cons)) {
@@ -196,6 +197,7 @@ u32 sroce_wq_ring_prod(struct sroce_wq *wq, u32 from, bool *broken)
 
 void sroce_wq_publish_cons(struct sroce_wq *wq)
 {
+	/* Release: we are done with the slots before it (the producer reuses them). */
 	smp_store_release(&wq->hdr->consumer, wq->cons);
 }
 

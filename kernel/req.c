@@ -103,7 +103,7 @@ static void __sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
  * all arrived: they only waited for their predecessors.
  */
 void sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
-				enum ib_wc_status status)
+			 enum ib_wc_status status)
 {
 	__sroce_complete_head(qp, wqe, status);
 	while (qp->sq.cons != qp->req.fetched && qp->sq.cons != qp->req.next) {
@@ -117,7 +117,7 @@ void sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
 
 /* A WQE failed: complete it with @status, then the QP enters ERR (RC) or SQE. */
 void sroce_req_fail(struct sroce_qp *qp, struct sroce_swqe *wqe,
-			   enum ib_wc_status status)
+		    enum ib_wc_status status)
 {
 	sroce_qp_dbg(qp, "send WQE at PSN %u failed: %s, QP to %s\n",
 		     wqe->first_psn, ib_wc_status_msg(status),
@@ -309,7 +309,7 @@ void sroce_req_reset_locked(struct sroce_qp *qp)
  * (SGE list or inline data) and @buf. Return 0 or a completion status.
  */
 int sroce_wqe_copy(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 off,
-			  u8 *buf, u32 len, enum sroce_copy_dir dir)
+		   u8 *buf, u32 len, enum sroce_copy_dir dir)
 {
 	if (wqe->wr.send_flags & SROCE_SEND_INLINE) {
 		memcpy(buf, wqe->data + off, len);
@@ -586,7 +586,7 @@ static bool sroce_req_rd_resume(struct sroce_qp *qp, struct sroce_swqe *wqe)
 	}
 	if (wqe->wr.opcode != IB_UVERBS_WR_RDMA_READ)
 		return true;
-	from = sroce_psn_add(wqe->first_psn, wqe->read_done / qp->mtu);
+	from = sroce_read_resume_psn(qp, wqe);
 	if (sroce_psn_before(qp->req.psn, from))
 		qp->req.psn = from;
 	return true;
@@ -764,7 +764,7 @@ static bool sroce_req_fetch_more(struct sroce_qp *qp)
 		 * either we see its WQE or it sees us idle and rings.
 		 */
 		WRITE_ONCE(sq->hdr->sq_idle, 1);
-		smp_mb();
+		smp_mb();	/* sq_idle store before producer load, see above */
 		if (READ_ONCE(sq->hdr->producer) == qp->req.fetched)
 			return false;
 		WRITE_ONCE(sq->hdr->sq_idle, 0);

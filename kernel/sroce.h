@@ -215,8 +215,9 @@ enum sroce_mr_type {
 /*
  * Memory region. An access by the transport (sroce_mr_access()) holds a
  * reference (ref) while it runs; dereg removes the key from mr_xa, drops the
- * initial reference and waits on done for the last one. The structure itself is freed after an RCU grace period,
- * since lookups find it under rcu_read_lock().
+ * initial reference and waits on done for the last one. The structure
+ * itself is freed after an RCU grace period, since lookups find it under
+ * rcu_read_lock().
  *
  * A fast-registration MR changes key, range, access and pages when a REG_MR
  * work request executes, and becomes invalid with LOCAL_INV or a remote
@@ -253,7 +254,7 @@ enum sroce_copy_dir {
 };
 
 /**
- * typedef sroce_mr_page_fn - callback of sroce_mr_for_each_page()
+ * typedef sroce_mr_page_fn - callback of sroce_mr_walk_pages()
  * @priv: the caller's cookie
  * @page: a page of the region (not mapped; use kmap_local_page())
  * @offset: byte offset of the chunk in @page
@@ -554,8 +555,12 @@ struct sroce_mmap_entry {
  * failed QP: why it went to ERR, NAKs sent and received, retries exhausted.
  */
 #define sroce_qp_dbg(qp, fmt, ...)					\
-	ibdev_dbg(&(qp)->sdev->ibdev, "qp %u: " fmt,			\
-		  (qp)->ibqp.qp_num, ##__VA_ARGS__)
+	do {								\
+		const struct sroce_qp *__qp = (qp);			\
+									\
+		ibdev_dbg(&__qp->sdev->ibdev, "qp %u: " fmt,		\
+			  __qp->ibqp.qp_num, ##__VA_ARGS__);		\
+	} while (0)
 
 static inline struct sroce_qp *to_sqp(struct ib_qp *ibqp)
 {
@@ -723,6 +728,13 @@ static inline bool sroce_op_is_atomic(u32 op)
 	       op == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD;
 }
 
+/* The PSN of the first READ response of @wqe that has not arrived. */
+static inline u32 sroce_read_resume_psn(struct sroce_qp *qp,
+					const struct sroce_swqe *wqe)
+{
+	return sroce_psn_add(wqe->first_psn, wqe->read_done / qp->mtu);
+}
+
 void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget);
 int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 psn,
 		       bool *ackreq);
@@ -758,6 +770,7 @@ struct sroce_txpkt {
 	u8			*bth;		/* start of the BTH in skb */
 	u8			*payload;	/* where payload goes */
 };
+
 int sroce_tx_alloc(struct sroce_dev *sdev, const struct sroce_av *av,
 		   unsigned int hdr_len, unsigned int payload_len,
 		   struct sroce_txpkt *tp);

@@ -194,8 +194,9 @@ static void sroce_dealloc_ucontext(struct ib_ucontext *ibuc)
  * Called when the device goes away while a process still has it open. ib_core
  * destroys the context's objects right after; the CQ rings it has mapped keep
  * their pages until the process unmaps them (see queue.c) and no longer
- * change, so nothing needs revoking here. The op must exist: without it uverbs pins the module for every open file
- * and unregistration waits for user space to close it.
+ * change, so nothing needs revoking here. The op must exist: without it
+ * uverbs pins the module for every open file and unregistration waits for
+ * user space to close it.
  */
 static void sroce_disassociate_ucontext(struct ib_ucontext *ibuc)
 {

@@ -13,6 +13,8 @@ PKGS=(
 	# build
 	build-essential make cmake g++ pkg-config kmod
 	linux-image-amd64 linux-headers-amd64
+	# checkpatch.pl for make check-style (unpacked from the source tarball)
+	linux-source-6.1
 	# packages (make deb) and the DKMS path tests/build/test_deb.py checks
 	debhelper dh-dkms dkms devscripts fakeroot
 	libibverbs-dev librdmacm-dev rdma-core googletest libgtest-dev
