@@ -21,6 +21,20 @@
 #include "sroce.h"
 
 /*
+ * The WQE at index @i if the requester has started it, else NULL: started
+ * WQEs are the ones from sq.cons on, up to the first one not started.
+ */
+static struct sroce_swqe *sroce_started_at(struct sroce_qp *qp, u32 i)
+{
+	struct sroce_swqe *wqe;
+
+	if (i == qp->req.fetched)
+		return NULL;
+	wqe = sroce_swqe_at(qp, i);
+	return wqe->started ? wqe : NULL;
+}
+
+/*
  * The ACK timer. Consecutive timeouts without progress double the wait (up
  * to 64 times the QP's timeout): a software NIC's queues can hold more than
  * one timeout's worth of data, and resending a whole window into them only
@@ -47,13 +61,10 @@ void sroce_retry_arm(struct sroce_qp *qp)
  */
 static void sroce_go_back(struct sroce_qp *qp, u32 psn)
 {
+	struct sroce_swqe *wqe;
 	u32 i;
 
-	for (i = qp->sq.cons; i != qp->req.fetched; i++) {
-		struct sroce_swqe *wqe = sroce_swqe_at(qp, i);
-
-		if (!wqe->started)
-			break;
+	for (i = qp->sq.cons; (wqe = sroce_started_at(qp, i)); i++) {
 		if (!wqe->npkts)
 			continue;	/* a local operation */
 		if (!sroce_psn_in_range(psn, wqe->first_psn, wqe->last_psn))
@@ -76,13 +87,10 @@ static void sroce_go_back(struct sroce_qp *qp, u32 psn)
  */
 static void sroce_req_skip_acked(struct sroce_qp *qp)
 {
+	struct sroce_swqe *wqe;
 	u32 i;
 
-	for (i = qp->req.next; i != qp->req.fetched; i++) {
-		struct sroce_swqe *wqe = sroce_swqe_at(qp, i);
-
-		if (!wqe->started)
-			return;
+	for (i = qp->req.next; (wqe = sroce_started_at(qp, i)); i++) {
 		if (wqe->is_rd && !wqe->resp_done) {
 			if (i != qp->req.next) {
 				qp->req.next = i;
@@ -204,13 +212,10 @@ static void sroce_comp_progress(struct sroce_qp *qp)
 /* The WQE a PSN belongs to, or NULL. */
 static struct sroce_swqe *sroce_wqe_by_psn(struct sroce_qp *qp, u32 psn)
 {
+	struct sroce_swqe *wqe;
 	u32 i;
 
-	for (i = qp->sq.cons; i != qp->req.fetched; i++) {
-		struct sroce_swqe *wqe = sroce_swqe_at(qp, i);
-
-		if (!wqe->started)
-			break;
+	for (i = qp->sq.cons; (wqe = sroce_started_at(qp, i)); i++) {
 		if (wqe->npkts &&
 		    sroce_psn_in_range(psn, wqe->first_psn, wqe->last_psn))
 			return wqe;
@@ -229,6 +234,24 @@ static void sroce_comp_nak_fatal(struct sroce_qp *qp, u32 psn,
 	if (!wqe || wqe != sroce_swqe_at(qp, qp->sq.cons))
 		return;		/* not for the oldest WQE: stale */
 	sroce_req_fail(qp, wqe, status);
+}
+
+/*
+ * The response at @psn for @wqe (READ or atomic) has been placed; @last: it
+ * was the last one. A WQE whose responses are all in completes when it is
+ * the oldest; one behind a WQE with lost responses waits for it.
+ */
+static void sroce_comp_resp_in(struct sroce_qp *qp, struct sroce_swqe *wqe,
+			       u32 psn, bool last)
+{
+	if (sroce_psn_after(sroce_psn_inc(psn), qp->comp.psn))
+		qp->comp.psn = sroce_psn_inc(psn);
+	if (last) {
+		wqe->resp_done = true;
+		if (wqe == sroce_swqe_at(qp, qp->sq.cons))
+			sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
+	}
+	sroce_comp_progress(qp);
 }
 
 /*
@@ -267,10 +290,7 @@ static void sroce_comp_read_resp(struct sroce_qp *qp, const u8 *ip,
 	last = k == wqe->npkts - 1;
 	if (last != (pos == SROCE_POS_LAST || pos == SROCE_POS_ONLY) ||
 	    pkt->payload_len != want) {
-		if (wqe == sroce_swqe_at(qp, qp->sq.cons))
-			sroce_req_fail(qp, wqe, IB_WC_BAD_RESP_ERR);
-		else
-			wqe->status = IB_WC_BAD_RESP_ERR;
+		sroce_wqe_fail(qp, wqe, IB_WC_BAD_RESP_ERR);
 		return;
 	}
 	if (want) {
@@ -278,22 +298,12 @@ static void sroce_comp_read_resp(struct sroce_qp *qp, const u8 *ip,
 				    (u8 *)ip + pkt->payload_off, want,
 				    SROCE_COPY_TO_MR);
 		if (st) {
-			if (wqe == sroce_swqe_at(qp, qp->sq.cons))
-				sroce_req_fail(qp, wqe, st);
-			else
-				wqe->status = st;
+			sroce_wqe_fail(qp, wqe, st);
 			return;
 		}
 	}
 	wqe->read_done += want;
-	if (sroce_psn_after(sroce_psn_inc(psn), qp->comp.psn))
-		qp->comp.psn = sroce_psn_inc(psn);
-	if (last) {
-		wqe->resp_done = true;
-		if (wqe == sroce_swqe_at(qp, qp->sq.cons))
-			sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
-	}
-	sroce_comp_progress(qp);
+	sroce_comp_resp_in(qp, wqe, psn, last);
 }
 
 static void sroce_comp_atomic_ack(struct sroce_qp *qp, const u8 *ip,
@@ -311,19 +321,11 @@ static void sroce_comp_atomic_ack(struct sroce_qp *qp, const u8 *ip,
 	st = sroce_wqe_copy(qp, wqe, 0, (u8 *)&orig, sizeof(orig),
 			    SROCE_COPY_TO_MR);
 	if (st) {
-		if (wqe == sroce_swqe_at(qp, qp->sq.cons))
-			sroce_req_fail(qp, wqe, st);
-		else
-			wqe->status = st;
+		sroce_wqe_fail(qp, wqe, st);
 		return;
 	}
 	/* Like READ responses, an answer behind a lost one is kept. */
-	wqe->resp_done = true;
-	if (sroce_psn_after(sroce_psn_inc(psn), qp->comp.psn))
-		qp->comp.psn = sroce_psn_inc(psn);
-	if (wqe == sroce_swqe_at(qp, qp->sq.cons))
-		sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
-	sroce_comp_progress(qp);
+	sroce_comp_resp_in(qp, wqe, psn, true);
 }
 
 static void sroce_rnr_arm(struct sroce_qp *qp, unsigned int code)
@@ -480,21 +482,14 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
  */
 static void sroce_retry_rewind(struct sroce_qp *qp)
 {
+	struct sroce_swqe *wqe;
 	u32 i;
 
-	for (i = qp->sq.cons; i != qp->req.fetched; i++) {
-		struct sroce_swqe *wqe = sroce_swqe_at(qp, i);
-
-		if (!wqe->started)
-			break;
+	for (i = qp->sq.cons; (wqe = sroce_started_at(qp, i)); i++)
 		wqe->gap_asked = false;
-	}
-	if (qp->sq.cons != qp->req.fetched) {
-		struct sroce_swqe *wqe = sroce_swqe_at(qp, qp->sq.cons);
-
-		if (wqe->started && wqe->is_rd)
-			sroce_go_back(qp, wqe->first_psn);
-	}
+	wqe = sroce_started_at(qp, qp->sq.cons);
+	if (wqe && wqe->is_rd)
+		sroce_go_back(qp, wqe->first_psn);
 	sroce_go_back(qp, qp->comp.psn);
 }
 

@@ -213,6 +213,25 @@ static_assert(offsetof(struct ib_sge, length) ==
 	      offsetof(struct sroce_sge, length));
 static_assert(offsetof(struct ib_sge, lkey) == offsetof(struct sroce_sge, lkey));
 
+/*
+ * Kernel producers (post_send, post_recv, post_srq_recv) write WQEs between
+ * these two: post_lock serialises them, and the producer index is
+ * published with release semantics, so the transport's acquire load in
+ * sroce_wq_ring_prod() sees the WQEs before it.
+ */
+static u32 sroce_wq_post_begin(struct sroce_wq *wq, unsigned long *flags)
+{
+	spin_lock_irqsave(&wq->post_lock, *flags);
+	return wq->hdr->producer;
+}
+
+static void sroce_wq_post_end(struct sroce_wq *wq, u32 prod,
+			      unsigned long flags)
+{
+	smp_store_release(&wq->hdr->producer, prod);	/* see above */
+	spin_unlock_irqrestore(&wq->post_lock, flags);
+}
+
 /**
  * sroce_wq_post_recv - write receive work requests into a kernel ring
  * @wq: a kernel RQ or SRQ
@@ -228,10 +247,8 @@ int sroce_wq_post_recv(struct sroce_wq *wq, const struct ib_recv_wr *wr,
 {
 	unsigned long flags;
 	int err = 0;
-	u32 prod;
+	u32 prod = sroce_wq_post_begin(wq, &flags);
 
-	spin_lock_irqsave(&wq->post_lock, flags);
-	prod = wq->hdr->producer;
 	for (; wr; wr = wr->next) {
 		struct sroce_recv_wqe *w;
 
@@ -250,9 +267,7 @@ int sroce_wq_post_recv(struct sroce_wq *wq, const struct ib_recv_wr *wr,
 		memcpy(w + 1, wr->sg_list, wr->num_sge * sizeof(struct ib_sge));
 		prod++;
 	}
-	/* WQEs before the index: pairs with sroce_wq_ring_prod(). */
-	smp_store_release(&wq->hdr->producer, prod);
-	spin_unlock_irqrestore(&wq->post_lock, flags);
+	sroce_wq_post_end(wq, prod, flags);
 	if (err)
 		*bad_wr = wr;
 	return err;
@@ -369,10 +384,8 @@ int sroce_wq_post_send(struct sroce_wq *sq, bool ud,
 {
 	unsigned long flags;
 	int err = 0;
-	u32 prod;
+	u32 prod = sroce_wq_post_begin(sq, &flags);
 
-	spin_lock_irqsave(&sq->post_lock, flags);
-	prod = sq->hdr->producer;
 	for (; wr; wr = wr->next) {
 		err = sroce_wq_write_send(sq, ud, wr, prod);
 		if (err) {
@@ -381,8 +394,6 @@ int sroce_wq_post_send(struct sroce_wq *sq, bool ud,
 		}
 		prod++;
 	}
-	/* WQEs before the index: pairs with sroce_wq_ring_prod(). */
-	smp_store_release(&sq->hdr->producer, prod);
-	spin_unlock_irqrestore(&sq->post_lock, flags);
+	sroce_wq_post_end(sq, prod, flags);
 	return err;
 }

@@ -138,6 +138,20 @@ void sroce_req_fail(struct sroce_qp *qp, struct sroce_swqe *wqe,
 	spin_unlock(&qp->rq_lock);
 }
 
+/*
+ * @wqe fails with @status: at once if it is the oldest WQE, otherwise once
+ * everything before it has completed (the requester or the completer gets
+ * to it as the head).
+ */
+void sroce_wqe_fail(struct sroce_qp *qp, struct sroce_swqe *wqe,
+		    enum ib_wc_status status)
+{
+	if (wqe == sroce_swqe_at(qp, qp->sq.cons))
+		sroce_req_fail(qp, wqe, status);
+	else
+		wqe->status = status;
+}
+
 /* ----------------------------------------------------------------- fetch */
 
 static u8 sroce_swqe_check(struct sroce_qp *qp, struct sroce_swqe *wqe)
@@ -524,10 +538,7 @@ static bool sroce_req_local(struct sroce_qp *qp, struct sroce_swqe *wqe)
 		wqe->last_psn = sroce_psn_add(qp->req.psn, SROCE_PSN_MAX);
 		wqe->started = true;
 		if (st) {
-			if (qp->req.next == qp->sq.cons)
-				sroce_req_fail(qp, wqe, st);
-			else
-				wqe->status = st;
+			sroce_wqe_fail(qp, wqe, st);
 			return false;
 		}
 	}
@@ -731,10 +742,7 @@ static bool sroce_req_packet(struct sroce_qp *qp, struct sroce_swqe *wqe)
 	}
 	qp->req.tx_holding = false;
 	if (st) {
-		if (qp->req.next == qp->sq.cons)
-			sroce_req_fail(qp, wqe, st);
-		else
-			wqe->status = st;
+		sroce_wqe_fail(qp, wqe, st);
 		return false;
 	}
 	sroce_req_sent(qp, wqe);

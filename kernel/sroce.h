@@ -742,6 +742,8 @@ void sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
 			 enum ib_wc_status status);
 void sroce_req_fail(struct sroce_qp *qp, struct sroce_swqe *wqe,
 		    enum ib_wc_status status);
+void sroce_wqe_fail(struct sroce_qp *qp, struct sroce_swqe *wqe,
+		    enum ib_wc_status status);
 int sroce_wqe_copy(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 off,
 		   u8 *buf, u32 len, enum sroce_copy_dir dir);
 u32 sroce_req_base_psn(struct sroce_qp *qp);
