@@ -126,14 +126,12 @@ static u32 sroce_swqe_pos(struct sroce_qp *qp, const struct sroce_swqe *wqe)
 static void sroce_read_gap(struct sroce_qp *qp, struct sroce_swqe *wqe,
 			   u32 expect)
 {
-	bool ackreq = false;
-
 	if (wqe->gap_asked && wqe->gap_psn == expect)
 		return;
 	wqe->gap_asked = true;
 	wqe->gap_psn = expect;
 	if (sroce_swqe_pos(qp, wqe) < qp->req.next - qp->sq.cons &&
-	    !sroce_req_send_pkt(qp, wqe, expect, &ackreq))
+	    !sroce_req_send_pkt(qp, wqe, expect, false))
 		return;
 	sroce_go_back(qp, expect);
 }

@@ -450,13 +450,14 @@ static void sroce_req_encode_ext(struct sroce_qp *qp, struct sroce_swqe *wqe,
 }
 
 /*
- * Build and send the packet of @wqe at PSN @psn. Return 0 (also when the
+ * Build and send the packet of @wqe at PSN @psn, with AckReq if @ackreq (or
+ * at the end of a message and every SROCE_ACKREQ_EVERY PSNs). Return 0 (also when the
  * network layer could not route it: that is a lost packet), -ENOBUFS when
  * the transmit queue is full (not sent), or a completion status for a
  * local error.
  */
 int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 psn,
-		       bool *ackreq)
+		       bool ackreq)
 {
 	const struct sroce_av *av = qp->type == IB_QPT_UD ? &wqe->av : &qp->av;
 	u32 k = sroce_psn_fwd(psn, wqe->first_psn);
@@ -494,7 +495,7 @@ int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 psn,
 	    (wqe->wr.send_flags & SROCE_SEND_SOLICITED))
 		sroce_bth_set_se(tp.bth, true);
 	if (qp->type == IB_QPT_RC &&
-	    ((oi->flags & SROCE_OPF_END) || *ackreq ||
+	    ((oi->flags & SROCE_OPF_END) || ackreq ||
 	     ((psn + 1) % SROCE_ACKREQ_EVERY) == 0))
 		sroce_bth_set_ackreq(tp.bth, true);
 
@@ -735,7 +736,7 @@ static bool sroce_req_packet(struct sroce_qp *qp, struct sroce_swqe *wqe)
 		return true;	/* nothing to ask for: skipped */
 
 	ackreq = rc && sroce_req_unacked(qp) + 1 >= SROCE_MAX_UNACKED;
-	st = sroce_req_send_pkt(qp, wqe, qp->req.psn, &ackreq);
+	st = sroce_req_send_pkt(qp, wqe, qp->req.psn, ackreq);
 	if (st == -ENOBUFS) {
 		sroce_req_tx_refused(qp);
 		return false;
