@@ -888,6 +888,41 @@ static void sroce_resp_atomic_op(struct sroce_qp *qp, const struct sroce_req_ctx
 			0, 0, 0);
 }
 
+/*
+ * Is the request at epsn well-formed where it stands: payload length for
+ * its place in the message, opcode allowed after the previous one? If not,
+ * it has been dealt with (RC: fatal, UC: dropped). Return true to execute.
+ */
+static bool sroce_resp_check(struct sroce_qp *qp, const struct sroce_req_ctx *c)
+{
+	const struct sroce_opcode_info *oi = c->oi;
+
+	if (!sroce_payload_len_ok(qp, oi, c->pkt->payload_len)) {
+		sroce_cnt_inc(qp->sdev, SROCE_CNT_DROP_MTU);
+		sroce_resp_error(qp, c->psn, oi, SROCE_NAK_INVALID_REQUEST,
+				 IB_WC_SUCCESS);
+		return false;
+	}
+	if (sroce_seq_ok(qp, oi))
+		return true;
+	if (qp->type == IB_QPT_RC) {
+		sroce_resp_fatal(qp, c->psn, SROCE_NAK_INVALID_REQUEST,
+				 IB_WC_REM_INV_REQ_ERR);
+		return false;
+	}
+	/*
+	 * UC: a new message while one was in progress ends the old one;
+	 * anything else out of sequence is dropped.
+	 */
+	if (!(oi->flags & SROCE_OPF_START)) {
+		sroce_uc_drop(qp, c->psn, oi);
+		return false;
+	}
+	sroce_resp_drop_write(qp);
+	qp->resp.in_msg = false;
+	return true;
+}
+
 /* Execute the request at epsn. */
 static void sroce_resp_exec(struct sroce_qp *qp, const u8 *ip,
 			    const struct sroce_pkt *pkt)
@@ -904,29 +939,8 @@ static void sroce_resp_exec(struct sroce_qp *qp, const u8 *ip,
 	};
 	bool done;
 
-	if (!sroce_payload_len_ok(qp, oi, pkt->payload_len)) {
-		sroce_cnt_inc(qp->sdev, SROCE_CNT_DROP_MTU);
-		sroce_resp_error(qp, c.psn, oi, SROCE_NAK_INVALID_REQUEST,
-				 IB_WC_SUCCESS);
+	if (!sroce_resp_check(qp, &c))
 		return;
-	}
-	if (!sroce_seq_ok(qp, oi)) {
-		if (qp->type == IB_QPT_RC) {
-			sroce_resp_fatal(qp, c.psn, SROCE_NAK_INVALID_REQUEST,
-					 IB_WC_REM_INV_REQ_ERR);
-			return;
-		}
-		/*
-		 * UC: a new message while one was in progress ends the old
-		 * one; anything else out of sequence is dropped.
-		 */
-		if (!(oi->flags & SROCE_OPF_START)) {
-			sroce_uc_drop(qp, c.psn, oi);
-			return;
-		}
-		sroce_resp_drop_write(qp);
-		qp->resp.in_msg = false;
-	}
 
 	switch (oi->kind) {
 	case SROCE_KIND_SEND:
