@@ -536,6 +536,22 @@ enum sroce_wire_err sroce_parse_bth(const uint8_t *buf, size_t len, unsigned int
 	return parse_transport(buf, 0, (uint32_t)len, pkt);
 }
 
+/*
+ * The IP header (hlen bytes) claims more than the len bytes there are. If
+ * the UDP layer delivered buf (SROCE_PARSE_UDP_TRIMMED) and the UDP length
+ * says the datagram ends exactly at len, it trimmed a datagram whose UDP
+ * length was shorter than its IP payload: a UDP length error, not a
+ * truncated packet.
+ */
+static enum sroce_wire_err ip_len_err(const uint8_t *buf, size_t len, uint32_t hlen,
+				      unsigned int flags)
+{
+	if ((flags & SROCE_PARSE_UDP_TRIMMED) && len >= hlen + SROCE_UDP_HLEN &&
+	    sroce_get_be16(buf + hlen + 4) == len - hlen)
+		return SROCE_WIRE_E_UDP_LEN;
+	return SROCE_WIRE_E_IP_LEN;
+}
+
 enum sroce_wire_err sroce_parse_ip(const uint8_t *buf, size_t len, unsigned int flags,
 				   struct sroce_pkt *pkt)
 {
@@ -556,8 +572,10 @@ enum sroce_wire_err sroce_parse_ip(const uint8_t *buf, size_t len, unsigned int 
 		if ((buf[0] & 0x0f) > 5)
 			return SROCE_WIRE_E_IP_OPTIONS;
 		ip_end = sroce_get_be16(buf + 2);
-		if (ip_end < SROCE_IPV4_HLEN || ip_end > len)
+		if (ip_end < SROCE_IPV4_HLEN)
 			return SROCE_WIRE_E_IP_LEN;
+		if (ip_end > len)
+			return ip_len_err(buf, len, SROCE_IPV4_HLEN, flags);
 		if (sroce_get_be16(buf + 6) & 0x3fff)	/* MF or fragment offset */
 			return SROCE_WIRE_E_IP_FRAG;
 		if (buf[9] != 17)
@@ -568,7 +586,7 @@ enum sroce_wire_err sroce_parse_ip(const uint8_t *buf, size_t len, unsigned int 
 			return SROCE_WIRE_E_TRUNC_IP;
 		ip_end = SROCE_IPV6_HLEN + (uint32_t)sroce_get_be16(buf + 4);
 		if (ip_end > len)
-			return SROCE_WIRE_E_IP_LEN;
+			return ip_len_err(buf, len, SROCE_IPV6_HLEN, flags);
 		if (buf[6] != 17)
 			return SROCE_WIRE_E_IP_PROTO;
 		udp_off = SROCE_IPV6_HLEN;
