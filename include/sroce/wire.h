@@ -10,7 +10,7 @@
  *
  *   kernel:  a one-line kernel/<file>.c containing #include "../include/sroce/wire.c"
  *            (or list the object in Kbuild), ccflags-y += -I$(src)/../include
- *   CMake:   the sroce_wire static library (tests/unit/CMakeLists.txt)
+ *   CMake:   the sroce_wire static library (cmake/wire.cmake)
  */
 #ifndef SROCE_WIRE_H
 #define SROCE_WIRE_H
