@@ -2,12 +2,14 @@
 #
 # The wire format library (include/sroce/, target sroce_wire from
 # cmake/wire.cmake): its unit tests, the same tests built with
-# AddressSanitizer + UBSan, and (SROCE_FUZZ=ON, clang only) a libFuzzer
-# target for the packet validator. Included from CMakeLists.txt.
+# AddressSanitizer + UBSan, and (SROCE_FUZZ=ON, clang only) libFuzzer
+# targets for the packet validator and the transport decisions. Included
+# from CMakeLists.txt.
 #
 #   cmake -S . -B /tmp/fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DSROCE_FUZZ=ON
-#   cmake --build /tmp/fuzz --target sroce_fuzz_validator
+#   cmake --build /tmp/fuzz --target sroce_fuzz_validator sroce_fuzz_decide
 #   mkdir -p /tmp/fuzz-corpus && /tmp/fuzz/tests/unit/sroce_fuzz_validator -max_total_time=60 /tmp/fuzz-corpus
+#   /tmp/fuzz/tests/unit/sroce_fuzz_decide -max_total_time=60
 option(SROCE_FUZZ "Build the libFuzzer targets (clang only)" OFF)
 option(SROCE_SANITIZE_TESTS "Also build the wire tests with -fsanitize=address,undefined" ON)
 
@@ -17,6 +19,7 @@ set(SROCE_WIRE_TEST_SOURCES
 	wire_psn_ack_test.cpp
 	wire_icrc_test.cpp
 	wire_validate_test.cpp
+	wire_decide_test.cpp
 	wire_c11_check.c
 )
 
@@ -48,7 +51,7 @@ if(SROCE_FUZZ)
 	set(_fz_san address,undefined -fno-sanitize-recover=all)
 	sroce_add_wire_library(sroce_wire_fuzz -fsanitize=fuzzer-no-link,${_fz_san})
 	# a short smoke run of each without a corpus (the real runs are by hand, see above)
-	foreach(_t validator)
+	foreach(_t validator decide)
 		add_executable(sroce_fuzz_${_t} fuzz_${_t}.cpp)
 		target_compile_options(sroce_fuzz_${_t} PRIVATE -fsanitize=fuzzer,${_fz_san})
 		target_link_options(sroce_fuzz_${_t} PRIVATE -fsanitize=fuzzer,${_fz_san})
