@@ -98,12 +98,45 @@ static inline void sroce_bth_set_se(uint8_t *b, bool on)
 {
 	b[1] = (uint8_t)(on ? (b[1] | SROCE_BTH_SE) : (b[1] & ~SROCE_BTH_SE));
 }
+static inline void sroce_bth_set_mig(uint8_t *b, bool on)
+{
+	b[1] = (uint8_t)(on ? (b[1] | SROCE_BTH_MIG) : (b[1] & ~SROCE_BTH_MIG));
+}
+static inline void sroce_bth_set_pkey(uint8_t *b, uint16_t pkey) { sroce_put_be16(b + 2, pkey); }
 static inline void sroce_bth_set_dqpn(uint8_t *b, uint32_t qpn) { sroce_put_be24(b + 5, qpn & SROCE_QPN_MASK); }
 static inline void sroce_bth_set_ackreq(uint8_t *b, bool on)
 {
 	b[8] = (uint8_t)(on ? (b[8] | SROCE_BTH_ACKREQ) : (b[8] & ~SROCE_BTH_ACKREQ));
 }
 static inline void sroce_bth_set_psn(uint8_t *b, uint32_t psn) { sroce_put_be24(b + 9, psn & SROCE_PSN_MASK); }
+
+/*
+ * The fields every packet a QP sends sets, on a zeroed BTH: opcode, P_Key,
+ * destination QP and PSN (SE, AckReq, pad and MigReq stay as they are).
+ */
+static inline void sroce_bth_init(uint8_t *b, uint8_t op, uint16_t pkey,
+				  uint32_t dqpn, uint32_t psn)
+{
+	sroce_bth_set_opcode(b, op);
+	sroce_bth_set_pkey(b, pkey);
+	sroce_bth_set_dqpn(b, dqpn);
+	sroce_bth_set_psn(b, psn);
+}
+
+/* Pad bytes that bring a payload of len bytes to a multiple of 4. */
+static inline uint8_t sroce_pad_len(uint32_t len)
+{
+	return (uint8_t)((4 - (len & 3)) & 3);
+}
+
+/*
+ * IBTA 10.9.3 P_Key check: the 15-bit keys are equal and at least one of
+ * the two is a full member (bit 15 set).
+ */
+static inline bool sroce_pkey_match(uint16_t a, uint16_t b)
+{
+	return (a & 0x7fff) == (b & 0x7fff) && ((a | b) & 0x8000);
+}
 
 static inline void sroce_bth_decode(const uint8_t *b, struct sroce_bth *h)
 {
@@ -173,6 +206,11 @@ static inline void sroce_aeth_encode(uint8_t *p, const struct sroce_aeth *h)
 	p[0] = h->syndrome;
 	sroce_put_be24(p + 1, h->msn & SROCE_MSN_MASK);
 }
+
+static inline uint8_t sroce_aeth_syndrome(const uint8_t *p) { return p[0]; }
+static inline uint32_t sroce_aeth_msn(const uint8_t *p) { return sroce_get_be24(p + 1); }
+static inline void sroce_aeth_set_syndrome(uint8_t *p, uint8_t syn) { p[0] = syn; }
+static inline void sroce_aeth_set_msn(uint8_t *p, uint32_t msn) { sroce_put_be24(p + 1, msn & SROCE_MSN_MASK); }
 
 /* ------------------------------------------------------------ AtomicETH */
 /* bytes 0-7 VA, 8-11 R_Key, 12-19 swap (CmpSwap) or add (FetchAdd) data, 20-27 compare data */

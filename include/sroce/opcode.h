@@ -141,15 +141,21 @@ enum sroce_pos {
 #define SROCE_OPF_START		0x0100	/* FIRST or ONLY: starts a message */
 #define SROCE_OPF_END		0x0200	/* LAST or ONLY: completes a message */
 #define SROCE_OPF_COMP		0x0400	/* consumes a receive WQE at the responder (SEND, WRITE w/ imm) */
+#define SROCE_OPF_FETCH_ADD	0x0800	/* the FetchAdd one of the two atomics */
+
+/* The flags that tell opcodes of the same transport, kind and position apart. */
+#define SROCE_OPF_VARIANT	(SROCE_OPF_IMM | SROCE_OPF_INV | SROCE_OPF_FETCH_ADD)
 
 struct sroce_opcode_info {
 	const char *name;	/* IBTA name ("RC_SEND_FIRST"), NULL if reserved */
 	uint16_t hdrs;		/* SROCE_HDRF(SROCE_HDR_*) of every header incl. BTH */
 	uint16_t flags;		/* SROCE_OPF_* */
-	uint8_t hdr_len;	/* bytes of BTH + extension headers */
+	uint8_t hdr_len;	/* bytes of BTH + extension headers = payload offset */
 	uint8_t transport;	/* enum sroce_transport */
 	uint8_t kind;		/* enum sroce_op_kind */
 	uint8_t pos;		/* enum sroce_pos */
+	/* offset of each header in hdrs from the start of the BTH, 0 if absent */
+	uint8_t hdr_off[SROCE_HDR_NR];
 };
 
 /* Lengths of each enum sroce_hdr in bytes. */
@@ -169,19 +175,66 @@ static inline bool sroce_opcode_has(const struct sroce_opcode_info *oi, enum sro
 
 /*
  * Offset of header h from the start of the BTH, or -1 if the opcode does not
- * carry it.
+ * carry it. Where the opcode is known to carry h, oi->hdr_off[h] is the same.
  */
 static inline int sroce_opcode_hdr_off(const struct sroce_opcode_info *oi, enum sroce_hdr h)
 {
-	int off = 0;
-	int i;
-
 	if (!sroce_opcode_has(oi, h))
 		return -1;
-	for (i = 0; i < (int)h; i++)
-		if (oi->hdrs & SROCE_HDRF(i))
-			off += sroce_hdr_len[i];
-	return off;
+	return oi->hdr_off[h];
+}
+
+/* Where the payload starts, from the start of the BTH. */
+static inline unsigned int sroce_opcode_payload_off(const struct sroce_opcode_info *oi)
+{
+	return oi->hdr_len;
+}
+
+/*
+ * The opcode of the packet at position pos of a message of the given
+ * transport, kind and variant: the inverse of the table. variant is 0 or
+ * SROCE_OPF_VARIANT flags (SROCE_OPF_IMM: with immediate, SROCE_OPF_INV:
+ * with invalidate, SROCE_OPF_FETCH_ADD: FetchAdd rather than CmpSwap) and
+ * describes the message: the FIRST and MIDDLE packets of a SEND with
+ * immediate are plain SEND_FIRST / SEND_MIDDLE. Returns the opcode (0..255)
+ * or -1 if IBTA defines no such packet (or no such message: an RDMA WRITE
+ * with invalidate, a UC SEND with invalidate, a FIRST of a READ request).
+ * Known but unsupported opcodes (RD, XRC, FLUSH) are found too: check
+ * SROCE_OPF_SUPPORTED where it matters. Constant time.
+ */
+int sroce_opcode_find(enum sroce_transport transport, enum sroce_op_kind kind,
+		      enum sroce_pos pos, unsigned int variant);
+
+/* Position of a packet that is (or is not) the first and the last of its message. */
+static inline enum sroce_pos sroce_pos_from(bool first, bool last)
+{
+	if (first)
+		return last ? SROCE_POS_ONLY : SROCE_POS_FIRST;
+	return last ? SROCE_POS_LAST : SROCE_POS_MIDDLE;
+}
+
+/* Position of packet k (0-based) of a message of n packets (n >= 1). */
+static inline enum sroce_pos sroce_msg_pos(uint32_t k, uint32_t n)
+{
+	if (n <= 1)
+		return SROCE_POS_ONLY;
+	if (k == 0)
+		return SROCE_POS_FIRST;
+	return k + 1 >= n ? SROCE_POS_LAST : SROCE_POS_MIDDLE;
+}
+
+/*
+ * Packets a message of len bytes takes at a path MTU of mtu bytes: at least
+ * one (a zero-length message is one packet). mtu 0 counts as one packet.
+ */
+static inline uint32_t sroce_msg_npkts(uint32_t len, uint32_t mtu)
+{
+	uint32_t n;
+
+	if (!mtu)
+		return 1;
+	n = len / mtu + (len % mtu != 0);
+	return n ? n : 1;
 }
 
 SROCE_EXTERN_C_END

@@ -34,7 +34,8 @@ enum sroce_wire_err {
 	SROCE_WIRE_E_IP_FRAG,		/* IPv4 fragment */
 	SROCE_WIRE_E_IP_PROTO,		/* not UDP (IPv6: extension headers included) */
 	SROCE_WIRE_E_TRUNC_UDP,		/* no room for the UDP header */
-	SROCE_WIRE_E_UDP_LEN,		/* UDP length field disagrees with the IP payload */
+	SROCE_WIRE_E_UDP_LEN,		/* UDP length field disagrees with the IP payload
+					 * (see SROCE_PARSE_UDP_TRIMMED) */
 	SROCE_WIRE_E_UDP_PORT,		/* destination port is not 4791 */
 	SROCE_WIRE_E_TRUNC_BTH,		/* no room for BTH + ICRC */
 	SROCE_WIRE_E_TVER,		/* BTH transport version != 0 */
@@ -49,6 +50,14 @@ enum sroce_wire_err {
 };
 
 #define SROCE_PARSE_NO_ICRC	0x1	/* skip the ICRC check (caller does it in its copy pass) */
+/*
+ * buf is a datagram as the UDP layer delivers it, already trimmed to its UDP
+ * length when that was shorter than the IP payload (the kernel's receive
+ * path). An IP length beyond the end of buf whose UDP length ends exactly
+ * there is then reported as SROCE_WIRE_E_UDP_LEN, the error it was before
+ * the trim, rather than SROCE_WIRE_E_IP_LEN. sroce_parse_ip() only.
+ */
+#define SROCE_PARSE_UDP_TRIMMED	0x2
 
 struct sroce_pkt {
 	const struct sroce_opcode_info *info;

@@ -47,8 +47,23 @@ const char *const sroce_hdr_name[SROCE_HDR_NR] = {
 /* ---------------------------------------------------------- opcode table */
 
 #define H(x)		SROCE_HDRF(SROCE_HDR_##x)
-#define L(x)		SROCE_##x##_LEN
 #define BTH		H(BTH)
+
+/*
+ * Header offsets and lengths are computed here, at compile time, from the
+ * set of headers an opcode carries (headers follow each other in enum
+ * sroce_hdr order): bytes of the headers in hd that precede header h.
+ */
+#define BEFORE1(hd, h, x)						\
+	((SROCE_HDR_##x < (h) && ((hd) & SROCE_HDRF(SROCE_HDR_##x))) ? SROCE_##x##_LEN : 0)
+#define BEFORE(hd, h)								\
+	(BEFORE1(hd, h, BTH) + BEFORE1(hd, h, RDETH) + BEFORE1(hd, h, DETH) +	\
+	 BEFORE1(hd, h, XRCETH) + BEFORE1(hd, h, FETH) + BEFORE1(hd, h, RETH) +	\
+	 BEFORE1(hd, h, ATOMICETH) + BEFORE1(hd, h, AETH) +			\
+	 BEFORE1(hd, h, ATOMICACKETH) + BEFORE1(hd, h, IMMDT) +		\
+	 BEFORE1(hd, h, IETH) + BEFORE1(hd, h, CNP_RSVD))
+#define OFF(hd, x)							\
+	[SROCE_HDR_##x] = (((hd) & SROCE_HDRF(SROCE_HDR_##x)) ? BEFORE(hd, SROCE_HDR_##x) : 0)
 
 /* flag shorthands */
 #define K		SROCE_OPF_KNOWN
@@ -60,137 +75,206 @@ const char *const sroce_hdr_name[SROCE_HDR_NR] = {
 #define IV		SROCE_OPF_INV
 #define AK		SROCE_OPF_ACKED
 #define CP		SROCE_OPF_COMP
+#define FA		SROCE_OPF_FETCH_ADD
 #define P_FIRST		SROCE_OPF_START
 #define P_MIDDLE	0
 #define P_LAST		SROCE_OPF_END
 #define P_ONLY		(SROCE_OPF_START | SROCE_OPF_END)
 
-#define OP(code, nm, tr, kd, ps, fl, hd, ln)				\
+#define OP(code, nm, tr, kd, ps, fl, hd)					\
 	[code] = { .name = nm, .hdrs = (uint16_t)(hd),			\
 		   .flags = (uint16_t)((fl) | P_##ps),			\
-		   .hdr_len = (ln), .transport = SROCE_TRANSPORT_##tr,	\
-		   .kind = SROCE_KIND_##kd, .pos = SROCE_POS_##ps }
+		   .hdr_len = (uint8_t)BEFORE(hd, SROCE_HDR_NR),		\
+		   .transport = SROCE_TRANSPORT_##tr,				\
+		   .kind = SROCE_KIND_##kd, .pos = SROCE_POS_##ps,		\
+		   .hdr_off = { OFF(hd, RDETH), OFF(hd, DETH), OFF(hd, XRCETH),	\
+				OFF(hd, FETH), OFF(hd, RETH), OFF(hd, ATOMICETH), \
+				OFF(hd, AETH), OFF(hd, ATOMICACKETH),		\
+				OFF(hd, IMMDT), OFF(hd, IETH), OFF(hd, CNP_RSVD) } }
 
 /*
  * Send and RDMA WRITE families, identical for RC (base 0x00) and UC (0x20)
  * except for the ACK requirement. XRC (0xa0) has the same set with an
  * XRCETH after the BTH; it is listed as known but unsupported.
  */
-#define SEND_WRITE(b, T, tr, ak, su, x, xl)						\
-	OP(b + 0x00, #T "_SEND_FIRST", tr, SEND, FIRST, su | RQ | PL | ak, BTH | x, L(BTH) + xl), \
-	OP(b + 0x01, #T "_SEND_MIDDLE", tr, SEND, MIDDLE, su | RQ | PL | ak, BTH | x, L(BTH) + xl), \
-	OP(b + 0x02, #T "_SEND_LAST", tr, SEND, LAST, su | RQ | PL | ak | CP, BTH | x, L(BTH) + xl), \
+#define SEND_WRITE(b, T, tr, ak, su, x)						\
+	OP(b + 0x00, #T "_SEND_FIRST", tr, SEND, FIRST, su | RQ | PL | ak, BTH | x),	\
+	OP(b + 0x01, #T "_SEND_MIDDLE", tr, SEND, MIDDLE, su | RQ | PL | ak, BTH | x),	\
+	OP(b + 0x02, #T "_SEND_LAST", tr, SEND, LAST, su | RQ | PL | ak | CP, BTH | x),	\
 	OP(b + 0x03, #T "_SEND_LAST_WITH_IMMEDIATE", tr, SEND, LAST,			\
-	   su | RQ | PL | ak | CP | IM, BTH | x | H(IMMDT), L(BTH) + xl + L(IMMDT)),	\
-	OP(b + 0x04, #T "_SEND_ONLY", tr, SEND, ONLY, su | RQ | PL | ak | CP, BTH | x, L(BTH) + xl), \
+	   su | RQ | PL | ak | CP | IM, BTH | x | H(IMMDT)),				\
+	OP(b + 0x04, #T "_SEND_ONLY", tr, SEND, ONLY, su | RQ | PL | ak | CP, BTH | x),	\
 	OP(b + 0x05, #T "_SEND_ONLY_WITH_IMMEDIATE", tr, SEND, ONLY,			\
-	   su | RQ | PL | ak | CP | IM, BTH | x | H(IMMDT), L(BTH) + xl + L(IMMDT)),	\
+	   su | RQ | PL | ak | CP | IM, BTH | x | H(IMMDT)),				\
 	OP(b + 0x06, #T "_RDMA_WRITE_FIRST", tr, WRITE, FIRST, su | RQ | PL | ak,	\
-	   BTH | x | H(RETH), L(BTH) + xl + L(RETH)),					\
-	OP(b + 0x07, #T "_RDMA_WRITE_MIDDLE", tr, WRITE, MIDDLE, su | RQ | PL | ak, BTH | x, \
-	   L(BTH) + xl),									\
-	OP(b + 0x08, #T "_RDMA_WRITE_LAST", tr, WRITE, LAST, su | RQ | PL | ak, BTH | x,	\
-	   L(BTH) + xl),									\
+	   BTH | x | H(RETH)),								\
+	OP(b + 0x07, #T "_RDMA_WRITE_MIDDLE", tr, WRITE, MIDDLE, su | RQ | PL | ak, BTH | x), \
+	OP(b + 0x08, #T "_RDMA_WRITE_LAST", tr, WRITE, LAST, su | RQ | PL | ak, BTH | x),	\
 	OP(b + 0x09, #T "_RDMA_WRITE_LAST_WITH_IMMEDIATE", tr, WRITE, LAST,		\
-	   su | RQ | PL | ak | CP | IM, BTH | x | H(IMMDT), L(BTH) + xl + L(IMMDT)),	\
+	   su | RQ | PL | ak | CP | IM, BTH | x | H(IMMDT)),				\
 	OP(b + 0x0a, #T "_RDMA_WRITE_ONLY", tr, WRITE, ONLY, su | RQ | PL | ak,	\
-	   BTH | x | H(RETH), L(BTH) + xl + L(RETH)),					\
+	   BTH | x | H(RETH)),								\
 	OP(b + 0x0b, #T "_RDMA_WRITE_ONLY_WITH_IMMEDIATE", tr, WRITE, ONLY,		\
-	   su | RQ | PL | ak | CP | IM, BTH | x | H(RETH) | H(IMMDT),			\
-	   L(BTH) + xl + L(RETH) + L(IMMDT))
+	   su | RQ | PL | ak | CP | IM, BTH | x | H(RETH) | H(IMMDT))
 
 /* READ, ACK, atomics and SEND with invalidate: RC (0x00) and XRC (0xa0). */
-#define RC_ONLY_OPS(b, T, tr, su, x, xl)						\
+#define RC_ONLY_OPS(b, T, tr, su, x)							\
 	OP(b + 0x0c, #T "_RDMA_READ_REQUEST", tr, READ_REQ, ONLY, su | RQ | AK,	\
-	   BTH | x | H(RETH), L(BTH) + xl + L(RETH)),					\
+	   BTH | x | H(RETH)),								\
 	OP(b + 0x0d, #T "_RDMA_READ_RESPONSE_FIRST", tr, READ_RESP, FIRST, su | RS | PL, \
-	   BTH | H(AETH), L(BTH) + L(AETH)),						\
+	   BTH | H(AETH)),								\
 	OP(b + 0x0e, #T "_RDMA_READ_RESPONSE_MIDDLE", tr, READ_RESP, MIDDLE, su | RS | PL, \
-	   BTH, L(BTH)),									\
+	   BTH),									\
 	OP(b + 0x0f, #T "_RDMA_READ_RESPONSE_LAST", tr, READ_RESP, LAST, su | RS | PL,	\
-	   BTH | H(AETH), L(BTH) + L(AETH)),						\
+	   BTH | H(AETH)),								\
 	OP(b + 0x10, #T "_RDMA_READ_RESPONSE_ONLY", tr, READ_RESP, ONLY, su | RS | PL,	\
-	   BTH | H(AETH), L(BTH) + L(AETH)),						\
-	OP(b + 0x11, #T "_ACKNOWLEDGE", tr, ACK, ONLY, su | RS, BTH | H(AETH),		\
-	   L(BTH) + L(AETH)),								\
+	   BTH | H(AETH)),								\
+	OP(b + 0x11, #T "_ACKNOWLEDGE", tr, ACK, ONLY, su | RS, BTH | H(AETH)),		\
 	OP(b + 0x12, #T "_ATOMIC_ACKNOWLEDGE", tr, ATOMIC_ACK, ONLY, su | RS,		\
-	   BTH | H(AETH) | H(ATOMICACKETH), L(BTH) + L(AETH) + L(ATOMICACKETH)),	\
+	   BTH | H(AETH) | H(ATOMICACKETH)),						\
 	OP(b + 0x13, #T "_COMPARE_SWAP", tr, ATOMIC, ONLY, su | RQ | AK,		\
-	   BTH | x | H(ATOMICETH), L(BTH) + xl + L(ATOMICETH)),			\
-	OP(b + 0x14, #T "_FETCH_ADD", tr, ATOMIC, ONLY, su | RQ | AK,			\
-	   BTH | x | H(ATOMICETH), L(BTH) + xl + L(ATOMICETH)),			\
+	   BTH | x | H(ATOMICETH)),							\
+	OP(b + 0x14, #T "_FETCH_ADD", tr, ATOMIC, ONLY, su | RQ | AK | FA,		\
+	   BTH | x | H(ATOMICETH)),							\
 	OP(b + 0x16, #T "_SEND_LAST_WITH_INVALIDATE", tr, SEND, LAST,			\
-	   su | RQ | PL | AK | CP | IV, BTH | x | H(IETH), L(BTH) + xl + L(IETH)),	\
+	   su | RQ | PL | AK | CP | IV, BTH | x | H(IETH)),				\
 	OP(b + 0x17, #T "_SEND_ONLY_WITH_INVALIDATE", tr, SEND, ONLY,			\
-	   su | RQ | PL | AK | CP | IV, BTH | x | H(IETH), L(BTH) + xl + L(IETH)),	\
-	OP(b + 0x18, #T "_FLUSH", tr, FLUSH, ONLY, K | RQ | AK,			\
-	   BTH | x | H(FETH) | H(RETH), L(BTH) + xl + L(FETH) + L(RETH)),		\
+	   su | RQ | PL | AK | CP | IV, BTH | x | H(IETH)),				\
+	OP(b + 0x18, #T "_FLUSH", tr, FLUSH, ONLY, K | RQ | AK, BTH | x | H(FETH) | H(RETH)), \
 	OP(b + 0x19, #T "_ATOMIC_WRITE", tr, ATOMIC_WRITE, ONLY, K | RQ | PL | AK,	\
-	   BTH | x | H(RETH), L(BTH) + xl + L(RETH))
+	   BTH | x | H(RETH))
 
 /* Reliable Datagram: every request carries RDETH + DETH (known, unsupported). */
 #define RDH		(H(RDETH) | H(DETH))
-#define RDL		(L(RDETH) + L(DETH))
 
 const struct sroce_opcode_info sroce_opcode_table[256] = {
-	SEND_WRITE(0x00, RC, RC, AK, S, 0, 0),
-	RC_ONLY_OPS(0x00, RC, RC, S, 0, 0),
+	SEND_WRITE(0x00, RC, RC, AK, S, 0),
+	RC_ONLY_OPS(0x00, RC, RC, S, 0),
 
-	SEND_WRITE(0x20, UC, UC, 0, S, 0, 0),
+	SEND_WRITE(0x20, UC, UC, 0, S, 0),
 
-	OP(0x40, "RD_SEND_FIRST", RD, SEND, FIRST, K | RQ | PL | AK, BTH | RDH, L(BTH) + RDL),
-	OP(0x41, "RD_SEND_MIDDLE", RD, SEND, MIDDLE, K | RQ | PL | AK, BTH | RDH, L(BTH) + RDL),
-	OP(0x42, "RD_SEND_LAST", RD, SEND, LAST, K | RQ | PL | AK | CP, BTH | RDH, L(BTH) + RDL),
+	OP(0x40, "RD_SEND_FIRST", RD, SEND, FIRST, K | RQ | PL | AK, BTH | RDH),
+	OP(0x41, "RD_SEND_MIDDLE", RD, SEND, MIDDLE, K | RQ | PL | AK, BTH | RDH),
+	OP(0x42, "RD_SEND_LAST", RD, SEND, LAST, K | RQ | PL | AK | CP, BTH | RDH),
 	OP(0x43, "RD_SEND_LAST_WITH_IMMEDIATE", RD, SEND, LAST, K | RQ | PL | AK | CP | IM,
-	   BTH | RDH | H(IMMDT), L(BTH) + RDL + L(IMMDT)),
-	OP(0x44, "RD_SEND_ONLY", RD, SEND, ONLY, K | RQ | PL | AK | CP, BTH | RDH, L(BTH) + RDL),
+	   BTH | RDH | H(IMMDT)),
+	OP(0x44, "RD_SEND_ONLY", RD, SEND, ONLY, K | RQ | PL | AK | CP, BTH | RDH),
 	OP(0x45, "RD_SEND_ONLY_WITH_IMMEDIATE", RD, SEND, ONLY, K | RQ | PL | AK | CP | IM,
-	   BTH | RDH | H(IMMDT), L(BTH) + RDL + L(IMMDT)),
-	OP(0x46, "RD_RDMA_WRITE_FIRST", RD, WRITE, FIRST, K | RQ | PL | AK,
-	   BTH | RDH | H(RETH), L(BTH) + RDL + L(RETH)),
-	OP(0x47, "RD_RDMA_WRITE_MIDDLE", RD, WRITE, MIDDLE, K | RQ | PL | AK, BTH | RDH,
-	   L(BTH) + RDL),
-	OP(0x48, "RD_RDMA_WRITE_LAST", RD, WRITE, LAST, K | RQ | PL | AK, BTH | RDH,
-	   L(BTH) + RDL),
+	   BTH | RDH | H(IMMDT)),
+	OP(0x46, "RD_RDMA_WRITE_FIRST", RD, WRITE, FIRST, K | RQ | PL | AK, BTH | RDH | H(RETH)),
+	OP(0x47, "RD_RDMA_WRITE_MIDDLE", RD, WRITE, MIDDLE, K | RQ | PL | AK, BTH | RDH),
+	OP(0x48, "RD_RDMA_WRITE_LAST", RD, WRITE, LAST, K | RQ | PL | AK, BTH | RDH),
 	OP(0x49, "RD_RDMA_WRITE_LAST_WITH_IMMEDIATE", RD, WRITE, LAST,
-	   K | RQ | PL | AK | CP | IM, BTH | RDH | H(IMMDT), L(BTH) + RDL + L(IMMDT)),
-	OP(0x4a, "RD_RDMA_WRITE_ONLY", RD, WRITE, ONLY, K | RQ | PL | AK,
-	   BTH | RDH | H(RETH), L(BTH) + RDL + L(RETH)),
+	   K | RQ | PL | AK | CP | IM, BTH | RDH | H(IMMDT)),
+	OP(0x4a, "RD_RDMA_WRITE_ONLY", RD, WRITE, ONLY, K | RQ | PL | AK, BTH | RDH | H(RETH)),
 	OP(0x4b, "RD_RDMA_WRITE_ONLY_WITH_IMMEDIATE", RD, WRITE, ONLY,
-	   K | RQ | PL | AK | CP | IM, BTH | RDH | H(RETH) | H(IMMDT),
-	   L(BTH) + RDL + L(RETH) + L(IMMDT)),
-	OP(0x4c, "RD_RDMA_READ_REQUEST", RD, READ_REQ, ONLY, K | RQ | AK,
-	   BTH | RDH | H(RETH), L(BTH) + RDL + L(RETH)),
+	   K | RQ | PL | AK | CP | IM, BTH | RDH | H(RETH) | H(IMMDT)),
+	OP(0x4c, "RD_RDMA_READ_REQUEST", RD, READ_REQ, ONLY, K | RQ | AK, BTH | RDH | H(RETH)),
 	OP(0x4d, "RD_RDMA_READ_RESPONSE_FIRST", RD, READ_RESP, FIRST, K | RS | PL,
-	   BTH | H(RDETH) | H(AETH), L(BTH) + L(RDETH) + L(AETH)),
+	   BTH | H(RDETH) | H(AETH)),
 	OP(0x4e, "RD_RDMA_READ_RESPONSE_MIDDLE", RD, READ_RESP, MIDDLE, K | RS | PL,
-	   BTH | H(RDETH), L(BTH) + L(RDETH)),
+	   BTH | H(RDETH)),
 	OP(0x4f, "RD_RDMA_READ_RESPONSE_LAST", RD, READ_RESP, LAST, K | RS | PL,
-	   BTH | H(RDETH) | H(AETH), L(BTH) + L(RDETH) + L(AETH)),
+	   BTH | H(RDETH) | H(AETH)),
 	OP(0x50, "RD_RDMA_READ_RESPONSE_ONLY", RD, READ_RESP, ONLY, K | RS | PL,
-	   BTH | H(RDETH) | H(AETH), L(BTH) + L(RDETH) + L(AETH)),
-	OP(0x51, "RD_ACKNOWLEDGE", RD, ACK, ONLY, K | RS, BTH | H(RDETH) | H(AETH),
-	   L(BTH) + L(RDETH) + L(AETH)),
+	   BTH | H(RDETH) | H(AETH)),
+	OP(0x51, "RD_ACKNOWLEDGE", RD, ACK, ONLY, K | RS, BTH | H(RDETH) | H(AETH)),
 	OP(0x52, "RD_ATOMIC_ACKNOWLEDGE", RD, ATOMIC_ACK, ONLY, K | RS,
-	   BTH | H(RDETH) | H(AETH) | H(ATOMICACKETH),
-	   L(BTH) + L(RDETH) + L(AETH) + L(ATOMICACKETH)),
-	OP(0x53, "RD_COMPARE_SWAP", RD, ATOMIC, ONLY, K | RQ | AK,
-	   BTH | RDH | H(ATOMICETH), L(BTH) + RDL + L(ATOMICETH)),
-	OP(0x54, "RD_FETCH_ADD", RD, ATOMIC, ONLY, K | RQ | AK,
-	   BTH | RDH | H(ATOMICETH), L(BTH) + RDL + L(ATOMICETH)),
-	OP(0x55, "RD_RESYNC", RD, RESYNC, ONLY, K | RQ | AK, BTH | RDH, L(BTH) + RDL),
+	   BTH | H(RDETH) | H(AETH) | H(ATOMICACKETH)),
+	OP(0x53, "RD_COMPARE_SWAP", RD, ATOMIC, ONLY, K | RQ | AK, BTH | RDH | H(ATOMICETH)),
+	OP(0x54, "RD_FETCH_ADD", RD, ATOMIC, ONLY, K | RQ | AK | FA, BTH | RDH | H(ATOMICETH)),
+	OP(0x55, "RD_RESYNC", RD, RESYNC, ONLY, K | RQ | AK, BTH | RDH),
 
-	OP(0x64, "UD_SEND_ONLY", UD, SEND, ONLY, S | RQ | PL | CP, BTH | H(DETH),
-	   L(BTH) + L(DETH)),
+	OP(0x64, "UD_SEND_ONLY", UD, SEND, ONLY, S | RQ | PL | CP, BTH | H(DETH)),
 	OP(0x65, "UD_SEND_ONLY_WITH_IMMEDIATE", UD, SEND, ONLY, S | RQ | PL | CP | IM,
-	   BTH | H(DETH) | H(IMMDT), L(BTH) + L(DETH) + L(IMMDT)),
+	   BTH | H(DETH) | H(IMMDT)),
 
 	/* RoCE v2 annex A17.9.3: BTH (DestQP = the QP to slow down) + 16 reserved bytes. */
-	OP(0x81, "CNP", CNP, CNP, ONLY, S, BTH | H(CNP_RSVD), L(BTH) + L(CNP_RSVD)),
+	OP(0x81, "CNP", CNP, CNP, ONLY, S, BTH | H(CNP_RSVD)),
 
-	SEND_WRITE(0xa0, XRC, XRC, AK, K, H(XRCETH), L(XRCETH)),
-	RC_ONLY_OPS(0xa0, XRC, XRC, K, H(XRCETH), L(XRCETH)),
+	SEND_WRITE(0xa0, XRC, XRC, AK, K, H(XRCETH)),
+	RC_ONLY_OPS(0xa0, XRC, XRC, K, H(XRCETH)),
 };
+
+/*
+ * The inverse of the table. The low five bits of an opcode name the
+ * operation the same way in every transport class (IBTA table 38), so they
+ * depend on kind, position and variant only; the class adds transport << 5.
+ * Entries hold low5 + 1 (0: no such packet). sroce_opcode_find() confirms
+ * every answer against the table above, which stays the one authority.
+ */
+#define V_IMM		1	/* index bits: SROCE_OPF_IMM, _INV, _FETCH_ADD */
+#define V_INV		2
+#define V_FA		4
+
+static const uint8_t opcode_low5[SROCE_KIND_CNP + 1][SROCE_POS_ONLY + 1][8] = {
+	[SROCE_KIND_SEND] = {
+		[SROCE_POS_FIRST]  = { [0] = 0x00 + 1 },
+		[SROCE_POS_MIDDLE] = { [0] = 0x01 + 1 },
+		[SROCE_POS_LAST]   = { [0] = 0x02 + 1, [V_IMM] = 0x03 + 1, [V_INV] = 0x16 + 1 },
+		[SROCE_POS_ONLY]   = { [0] = 0x04 + 1, [V_IMM] = 0x05 + 1, [V_INV] = 0x17 + 1 },
+	},
+	[SROCE_KIND_WRITE] = {
+		[SROCE_POS_FIRST]  = { [0] = 0x06 + 1 },
+		[SROCE_POS_MIDDLE] = { [0] = 0x07 + 1 },
+		[SROCE_POS_LAST]   = { [0] = 0x08 + 1, [V_IMM] = 0x09 + 1 },
+		[SROCE_POS_ONLY]   = { [0] = 0x0a + 1, [V_IMM] = 0x0b + 1 },
+	},
+	[SROCE_KIND_READ_REQ]	  = { [SROCE_POS_ONLY] = { [0] = 0x0c + 1 } },
+	[SROCE_KIND_READ_RESP] = {
+		[SROCE_POS_FIRST]  = { [0] = 0x0d + 1 },
+		[SROCE_POS_MIDDLE] = { [0] = 0x0e + 1 },
+		[SROCE_POS_LAST]   = { [0] = 0x0f + 1 },
+		[SROCE_POS_ONLY]   = { [0] = 0x10 + 1 },
+	},
+	[SROCE_KIND_ACK]	  = { [SROCE_POS_ONLY] = { [0] = 0x11 + 1 } },
+	[SROCE_KIND_ATOMIC_ACK]	  = { [SROCE_POS_ONLY] = { [0] = 0x12 + 1 } },
+	[SROCE_KIND_ATOMIC]	  = { [SROCE_POS_ONLY] = { [0] = 0x13 + 1, [V_FA] = 0x14 + 1 } },
+	[SROCE_KIND_RESYNC]	  = { [SROCE_POS_ONLY] = { [0] = 0x15 + 1 } },
+	[SROCE_KIND_FLUSH]	  = { [SROCE_POS_ONLY] = { [0] = 0x18 + 1 } },
+	[SROCE_KIND_ATOMIC_WRITE] = { [SROCE_POS_ONLY] = { [0] = 0x19 + 1 } },
+	[SROCE_KIND_CNP]	  = { [SROCE_POS_ONLY] = { [0] = 0x01 + 1 } },
+};
+
+int sroce_opcode_find(enum sroce_transport transport, enum sroce_op_kind kind,
+		      enum sroce_pos pos, unsigned int variant)
+{
+	const struct sroce_opcode_info *oi;
+	unsigned int v = 0;
+	uint8_t low5;
+	int op;
+
+	if ((unsigned int)transport >= SROCE_TRANSPORT_VENDOR ||
+	    (unsigned int)kind > SROCE_KIND_CNP || (unsigned int)pos > SROCE_POS_ONLY ||
+	    (variant & ~(unsigned int)SROCE_OPF_VARIANT))
+		return -1;
+	/*
+	 * ImmDt and IETH travel in the last packet of a message: its FIRST and
+	 * MIDDLE packets are the plain ones, if the message can end that way.
+	 */
+	if ((pos == SROCE_POS_FIRST || pos == SROCE_POS_MIDDLE) &&
+	    (variant & (SROCE_OPF_IMM | SROCE_OPF_INV))) {
+		if (sroce_opcode_find(transport, kind, SROCE_POS_LAST, variant) < 0)
+			return -1;
+		variant &= ~(unsigned int)(SROCE_OPF_IMM | SROCE_OPF_INV);
+	}
+	if (variant & SROCE_OPF_IMM)
+		v |= V_IMM;
+	if (variant & SROCE_OPF_INV)
+		v |= V_INV;
+	if (variant & SROCE_OPF_FETCH_ADD)
+		v |= V_FA;
+	low5 = opcode_low5[kind][pos][v];
+	if (!low5)
+		return -1;
+	op = ((int)transport << 5) | (low5 - 1);
+	oi = sroce_opcode_lookup((uint8_t)op);
+	if (!(oi->flags & SROCE_OPF_KNOWN) || oi->transport != transport ||
+	    oi->kind != kind || oi->pos != pos ||
+	    (oi->flags & SROCE_OPF_VARIANT) != variant)
+		return -1;
+	return op;
+}
 
 /* ------------------------------------------------------------ RNR timer */
 
@@ -391,7 +475,7 @@ static enum sroce_wire_err parse_transport(const uint8_t *buf, uint32_t bth_off,
 {
 	const struct sroce_opcode_info *oi;
 	const uint8_t *bth;
-	uint32_t avail, padded, off;
+	uint32_t avail, padded;
 	uint8_t pad;
 	unsigned int i;
 
@@ -431,14 +515,10 @@ static enum sroce_wire_err parse_transport(const uint8_t *buf, uint32_t bth_off,
 	pkt->opcode = sroce_bth_opcode(bth);
 	pkt->pad = pad;
 	pkt->bth_off = bth_off;
-	off = bth_off;
-	for (i = 0; i < SROCE_HDR_NR; i++) {
-		if (oi->hdrs & SROCE_HDRF(i)) {
-			pkt->hdr_off[i] = off;
-			off += sroce_hdr_len[i];
-		}
-	}
-	pkt->payload_off = off;
+	for (i = 0; i < SROCE_HDR_NR; i++)
+		if (oi->hdrs & SROCE_HDRF(i))
+			pkt->hdr_off[i] = bth_off + oi->hdr_off[i];
+	pkt->payload_off = bth_off + oi->hdr_len;
 	pkt->payload_len = padded - pad;
 	pkt->icrc_off = end - SROCE_ICRC_LEN;
 	pkt->end = end;
@@ -454,6 +534,22 @@ enum sroce_wire_err sroce_parse_bth(const uint8_t *buf, size_t len, unsigned int
 	if (len > 0xffffffffu)
 		return SROCE_WIRE_E_IP_LEN;
 	return parse_transport(buf, 0, (uint32_t)len, pkt);
+}
+
+/*
+ * The IP header (hlen bytes) claims more than the len bytes there are. If
+ * the UDP layer delivered buf (SROCE_PARSE_UDP_TRIMMED) and the UDP length
+ * says the datagram ends exactly at len, it trimmed a datagram whose UDP
+ * length was shorter than its IP payload: a UDP length error, not a
+ * truncated packet.
+ */
+static enum sroce_wire_err ip_len_err(const uint8_t *buf, size_t len, uint32_t hlen,
+				      unsigned int flags)
+{
+	if ((flags & SROCE_PARSE_UDP_TRIMMED) && len >= hlen + SROCE_UDP_HLEN &&
+	    sroce_get_be16(buf + hlen + 4) == len - hlen)
+		return SROCE_WIRE_E_UDP_LEN;
+	return SROCE_WIRE_E_IP_LEN;
 }
 
 enum sroce_wire_err sroce_parse_ip(const uint8_t *buf, size_t len, unsigned int flags,
@@ -476,8 +572,10 @@ enum sroce_wire_err sroce_parse_ip(const uint8_t *buf, size_t len, unsigned int 
 		if ((buf[0] & 0x0f) > 5)
 			return SROCE_WIRE_E_IP_OPTIONS;
 		ip_end = sroce_get_be16(buf + 2);
-		if (ip_end < SROCE_IPV4_HLEN || ip_end > len)
+		if (ip_end < SROCE_IPV4_HLEN)
 			return SROCE_WIRE_E_IP_LEN;
+		if (ip_end > len)
+			return ip_len_err(buf, len, SROCE_IPV4_HLEN, flags);
 		if (sroce_get_be16(buf + 6) & 0x3fff)	/* MF or fragment offset */
 			return SROCE_WIRE_E_IP_FRAG;
 		if (buf[9] != 17)
@@ -488,7 +586,7 @@ enum sroce_wire_err sroce_parse_ip(const uint8_t *buf, size_t len, unsigned int 
 			return SROCE_WIRE_E_TRUNC_IP;
 		ip_end = SROCE_IPV6_HLEN + (uint32_t)sroce_get_be16(buf + 4);
 		if (ip_end > len)
-			return SROCE_WIRE_E_IP_LEN;
+			return ip_len_err(buf, len, SROCE_IPV6_HLEN, flags);
 		if (buf[6] != 17)
 			return SROCE_WIRE_E_IP_PROTO;
 		udp_off = SROCE_IPV6_HLEN;

@@ -4,13 +4,14 @@
  *
  * Header-only parts (static inline): types.h (fixed-width types, byte order),
  * hdr.h (header layouts, encode/decode), psn.h (PSN arithmetic), ack.h
- * (AETH syndromes, RNR timer, ACK timeout). Out-of-line parts live in
- * wire.c, compiled once into each user (C, not C++): the opcode table, the
- * RNR timer table, CRC-32/ICRC and the validator.
+ * (AETH syndromes, RNR timer, ACK timeout), decide.h (transport decisions:
+ * PSN classification, opcode order, AETH interpretation). Out-of-line parts
+ * live in wire.c, compiled once into each user (C, not C++): the opcode
+ * table and its inverse, the RNR timer table, CRC-32/ICRC and the validator.
  *
  *   kernel:  a one-line kernel/<file>.c containing #include "../include/sroce/wire.c"
  *            (or list the object in Kbuild), ccflags-y += -I$(src)/../include
- *   CMake:   the sroce_wire static library (tests/unit/CMakeLists.txt)
+ *   CMake:   the sroce_wire static library (cmake/wire.cmake)
  */
 #ifndef SROCE_WIRE_H
 #define SROCE_WIRE_H
@@ -22,5 +23,6 @@
 #include "ack.h"
 #include "icrc.h"
 #include "validate.h"
+#include "decide.h"
 
 #endif /* SROCE_WIRE_H */

@@ -64,6 +64,66 @@ TEST(WireHdr, BthLayout)
 	EXPECT_EQ(b[8], 0x00);
 }
 
+TEST(WireHdr, BthSetters)
+{
+	uint8_t b[SROCE_BTH_LEN];
+	memset(b, 0, sizeof(b));
+	sroce_bth_init(b, SROCE_OP_RC_RDMA_WRITE_FIRST, 0x8001, 0x1abcdef, 0x2123456);
+	const uint8_t want[SROCE_BTH_LEN] = {0x06, 0x00, 0x80, 0x01, 0x00, 0xab, 0xcd, 0xef,
+					     0x00, 0x12, 0x34, 0x56};
+	EXPECT_EQ(0, memcmp(b, want, sizeof(want)));
+
+	// each setter touches its own field only
+	memset(b, 0xa5, sizeof(b));
+	sroce_bth_set_pkey(b, SROCE_PKEY_DEFAULT);
+	EXPECT_EQ(b[1], 0xa5);
+	EXPECT_EQ(b[2], 0xff);
+	EXPECT_EQ(b[3], 0xff);
+	EXPECT_EQ(b[4], 0xa5);
+	EXPECT_EQ(sroce_bth_pkey(b), SROCE_PKEY_DEFAULT);
+	sroce_bth_set_mig(b, true);
+	EXPECT_EQ(b[1], 0xe5);
+	EXPECT_TRUE(sroce_bth_mig(b));
+	sroce_bth_set_mig(b, false);
+	EXPECT_EQ(b[1], 0xa5);
+	EXPECT_EQ(sroce_bth_pad(b), 2);
+
+	sroce_bth h{};
+	memset(b, 0, sizeof(b));
+	sroce_bth_init(b, SROCE_OP_UD_SEND_ONLY, 0x7fff, 1, 0xffffff);
+	sroce_bth_decode(b, &h);
+	EXPECT_EQ(h.opcode, SROCE_OP_UD_SEND_ONLY);
+	EXPECT_EQ(h.pkey, 0x7fff);
+	EXPECT_EQ(h.dqpn, 1u);
+	EXPECT_EQ(h.psn, 0xffffffu);
+	EXPECT_FALSE(h.se || h.mig || h.ackreq || h.pad || h.tver);
+}
+
+TEST(WireHdr, PadLen)
+{
+	for (uint32_t len = 0; len < 64; len++)
+		EXPECT_EQ((len + sroce_pad_len(len)) % 4, 0u) << len;
+	EXPECT_EQ(sroce_pad_len(0), 0);
+	EXPECT_EQ(sroce_pad_len(1), 3);
+	EXPECT_EQ(sroce_pad_len(4095), 1);
+	EXPECT_EQ(sroce_pad_len(0xffffffffu), 1);
+}
+
+TEST(WireHdr, PkeyMatch)
+{
+	EXPECT_TRUE(sroce_pkey_match(0xffff, SROCE_PKEY_DEFAULT));
+	EXPECT_TRUE(sroce_pkey_match(0x7fff, SROCE_PKEY_DEFAULT));	// limited vs full
+	EXPECT_TRUE(sroce_pkey_match(0xffff, 0x7fff));
+	EXPECT_FALSE(sroce_pkey_match(0x7fff, 0x7fff));		// both limited
+	EXPECT_FALSE(sroce_pkey_match(0xfffe, SROCE_PKEY_DEFAULT));
+	EXPECT_FALSE(sroce_pkey_match(0x0000, SROCE_PKEY_DEFAULT));
+	EXPECT_TRUE(sroce_pkey_match(0x8001, 0x0001));
+	for (uint32_t a = 0; a < 0x10000; a += 0x0101)
+		for (uint32_t b = 0; b < 0x10000; b += 0x0303)
+			ASSERT_EQ(sroce_pkey_match((uint16_t)a, (uint16_t)b),
+				  sroce_pkey_match((uint16_t)b, (uint16_t)a));
+}
+
 TEST(WireHdr, BthRoundTripRandom)
 {
 	std::mt19937_64 rng(1);
@@ -103,6 +163,14 @@ TEST(WireHdr, RethAethDethIeth)
 	sroce_aeth_decode(b, &a2);
 	EXPECT_EQ(a2.syndrome, 0x62);
 	EXPECT_EQ(a2.msn, 0x234567u);
+	EXPECT_EQ(sroce_aeth_syndrome(b), 0x62);
+	EXPECT_EQ(sroce_aeth_msn(b), 0x234567u);
+	sroce_aeth_set_syndrome(b, 0x21);
+	sroce_aeth_set_msn(b, 0xff000001);
+	EXPECT_EQ(b[0], 0x21);
+	EXPECT_EQ(b[1], 0x00);
+	EXPECT_EQ(b[3], 0x01);
+	EXPECT_EQ(sroce_aeth_msn(b), 1u);
 
 	sroce_deth d{0x80010000, 0xabcdef01}, d2{};
 	memset(b, 0xee, sizeof(b));

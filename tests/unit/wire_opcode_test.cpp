@@ -197,4 +197,202 @@ TEST(WireOpcode, KnownLayouts)
 	EXPECT_STREQ(sroce_hdr_name[SROCE_HDR_ATOMICACKETH], "AtomicAckETH");
 }
 
+// The precomputed offsets agree with summing the lengths of the headers
+// before each one, in enum order.
+TEST(WireOpcode, PrecomputedOffsets)
+{
+	for (int op = 0; op < 256; op++) {
+		const sroce_opcode_info *oi = sroce_opcode_lookup((uint8_t)op);
+		SCOPED_TRACE(op);
+		int off = 0;
+		for (int h = 0; h < SROCE_HDR_NR; h++) {
+			if (oi->hdrs & SROCE_HDRF(h)) {
+				EXPECT_EQ(oi->hdr_off[h], off) << sroce_hdr_name[h];
+				EXPECT_EQ(sroce_opcode_hdr_off(oi, (sroce_hdr)h), off);
+				off += sroce_hdr_len[h];
+			} else {
+				EXPECT_EQ(oi->hdr_off[h], 0) << sroce_hdr_name[h];
+				EXPECT_EQ(sroce_opcode_hdr_off(oi, (sroce_hdr)h), -1);
+			}
+		}
+		EXPECT_EQ(oi->hdr_len, off);
+		EXPECT_EQ(sroce_opcode_payload_off(oi), (unsigned)off);
+	}
+	const sroce_opcode_info *rd = sroce_opcode_lookup(0x4b);	// RD WRITE ONLY w/ imm
+	EXPECT_EQ(rd->hdr_off[SROCE_HDR_RDETH], 12);
+	EXPECT_EQ(rd->hdr_off[SROCE_HDR_DETH], 16);
+	EXPECT_EQ(rd->hdr_off[SROCE_HDR_RETH], 24);
+	EXPECT_EQ(rd->hdr_off[SROCE_HDR_IMMDT], 40);
+	EXPECT_EQ(rd->hdr_len, 44);
+	const sroce_opcode_info *fl = sroce_opcode_lookup(0xb8);	// XRC FLUSH
+	EXPECT_EQ(fl->hdr_off[SROCE_HDR_XRCETH], 12);
+	EXPECT_EQ(fl->hdr_off[SROCE_HDR_FETH], 16);
+	EXPECT_EQ(fl->hdr_off[SROCE_HDR_RETH], 20);
+	EXPECT_EQ(sroce_opcode_lookup(SROCE_OP_CNP)->hdr_off[SROCE_HDR_CNP_RSVD], 12);
+	EXPECT_EQ(sroce_opcode_lookup(SROCE_OP_RC_SEND_ONLY_WITH_INVALIDATE)->hdr_off[SROCE_HDR_IETH],
+		  12);
+}
+
+// Every known opcode is found again from its own description, and nothing
+// else is found: for every description that is not an opcode, -1. The one
+// liberty: FIRST and MIDDLE packets of a message with immediate or with
+// invalidate are the plain FIRST and MIDDLE opcodes.
+TEST(WireOpcode, InverseLookupRoundTrips)
+{
+	const unsigned variants[] = {0,
+				     SROCE_OPF_IMM,
+				     SROCE_OPF_INV,
+				     SROCE_OPF_FETCH_ADD,
+				     SROCE_OPF_IMM | SROCE_OPF_INV,
+				     SROCE_OPF_IMM | SROCE_OPF_FETCH_ADD,
+				     SROCE_OPF_INV | SROCE_OPF_FETCH_ADD,
+				     SROCE_OPF_VARIANT};
+	int found = 0;
+	for (int op = 0; op < 256; op++) {
+		const sroce_opcode_info *oi = sroce_opcode_lookup((uint8_t)op);
+		if (!(oi->flags & SROCE_OPF_KNOWN))
+			continue;
+		EXPECT_EQ(sroce_opcode_find((sroce_transport)oi->transport, (sroce_op_kind)oi->kind,
+					    (sroce_pos)oi->pos, oi->flags & SROCE_OPF_VARIANT),
+			  op) << oi->name;
+	}
+	for (int t = 0; t <= SROCE_TRANSPORT_VENDOR + 1; t++)
+		for (int k = 0; k <= SROCE_KIND_CNP + 1; k++)
+			for (int p = 0; p <= SROCE_POS_ONLY + 1; p++)
+				for (unsigned v : variants) {
+					int op = sroce_opcode_find((sroce_transport)t, (sroce_op_kind)k,
+								   (sroce_pos)p, v);
+					if (op < 0) {
+						EXPECT_EQ(op, -1);
+						continue;
+					}
+					ASSERT_LT(op, 256);
+					unsigned ve = v;
+					if (p == SROCE_POS_FIRST || p == SROCE_POS_MIDDLE) {
+						ve &= ~(unsigned)(SROCE_OPF_IMM | SROCE_OPF_INV);
+						// the message can end with v
+						EXPECT_GE(sroce_opcode_find((sroce_transport)t,
+									    (sroce_op_kind)k,
+									    SROCE_POS_LAST, v), 0);
+					}
+					found += ve == v;
+					const sroce_opcode_info *oi = sroce_opcode_lookup((uint8_t)op);
+					EXPECT_TRUE(oi->flags & SROCE_OPF_KNOWN);
+					EXPECT_EQ(oi->transport, t);
+					EXPECT_EQ(oi->kind, k);
+					EXPECT_EQ(oi->pos, p);
+					EXPECT_EQ(oi->flags & SROCE_OPF_VARIANT, ve);
+				}
+	int known = 0;
+	for (int op = 0; op < 256; op++)
+		known += !!(sroce_opcode_lookup((uint8_t)op)->flags & SROCE_OPF_KNOWN);
+	EXPECT_EQ(found, known);	// a bijection between known opcodes and descriptions
+	// undefined variant bits
+	EXPECT_EQ(sroce_opcode_find(SROCE_TRANSPORT_RC, SROCE_KIND_SEND, SROCE_POS_ONLY,
+				    SROCE_OPF_PAYLOAD), -1);
+	EXPECT_EQ(sroce_opcode_find(SROCE_TRANSPORT_RC, SROCE_KIND_SEND, SROCE_POS_ONLY, 0x8000),
+		  -1);
+}
+
+// What the requester and responder ask for.
+TEST(WireOpcode, InverseLookupCallers)
+{
+	using T = sroce_transport;
+	auto find = [](T t, sroce_op_kind k, sroce_pos p, unsigned v = 0) {
+		return sroce_opcode_find(t, k, p, v);
+	};
+	EXPECT_EQ(find(SROCE_TRANSPORT_RC, SROCE_KIND_SEND, SROCE_POS_FIRST), SROCE_OP_RC_SEND_FIRST);
+	EXPECT_EQ(find(SROCE_TRANSPORT_UC, SROCE_KIND_SEND, SROCE_POS_MIDDLE), SROCE_OP_UC_SEND_MIDDLE);
+	EXPECT_EQ(find(SROCE_TRANSPORT_UC, SROCE_KIND_SEND, SROCE_POS_LAST, SROCE_OPF_IMM),
+		  SROCE_OP_UC_SEND_LAST_WITH_IMMEDIATE);
+	EXPECT_EQ(find(SROCE_TRANSPORT_RC, SROCE_KIND_SEND, SROCE_POS_ONLY, SROCE_OPF_INV),
+		  SROCE_OP_RC_SEND_ONLY_WITH_INVALIDATE);
+	EXPECT_EQ(find(SROCE_TRANSPORT_RC, SROCE_KIND_SEND, SROCE_POS_LAST, SROCE_OPF_INV),
+		  SROCE_OP_RC_SEND_LAST_WITH_INVALIDATE);
+	EXPECT_EQ(find(SROCE_TRANSPORT_UC, SROCE_KIND_SEND, SROCE_POS_ONLY, SROCE_OPF_INV), -1);
+	// ImmDt / IETH only in the last packet of the message
+	EXPECT_EQ(find(SROCE_TRANSPORT_RC, SROCE_KIND_SEND, SROCE_POS_FIRST, SROCE_OPF_IMM),
+		  SROCE_OP_RC_SEND_FIRST);
+	EXPECT_EQ(find(SROCE_TRANSPORT_RC, SROCE_KIND_SEND, SROCE_POS_MIDDLE, SROCE_OPF_INV),
+		  SROCE_OP_RC_SEND_MIDDLE);
+	EXPECT_EQ(find(SROCE_TRANSPORT_UC, SROCE_KIND_WRITE, SROCE_POS_MIDDLE, SROCE_OPF_IMM),
+		  SROCE_OP_UC_RDMA_WRITE_MIDDLE);
+	EXPECT_EQ(find(SROCE_TRANSPORT_UC, SROCE_KIND_SEND, SROCE_POS_FIRST, SROCE_OPF_INV), -1);
+	EXPECT_EQ(find(SROCE_TRANSPORT_RC, SROCE_KIND_WRITE, SROCE_POS_FIRST, SROCE_OPF_INV), -1);
+	EXPECT_EQ(find(SROCE_TRANSPORT_RC, SROCE_KIND_SEND, SROCE_POS_FIRST,
+		       SROCE_OPF_IMM | SROCE_OPF_INV), -1);
+	EXPECT_EQ(find(SROCE_TRANSPORT_RC, SROCE_KIND_SEND, SROCE_POS_FIRST, SROCE_OPF_FETCH_ADD),
+		  -1);
+	EXPECT_EQ(find(SROCE_TRANSPORT_RC, SROCE_KIND_WRITE, SROCE_POS_ONLY, SROCE_OPF_IMM),
+		  SROCE_OP_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE);
+	EXPECT_EQ(find(SROCE_TRANSPORT_UC, SROCE_KIND_WRITE, SROCE_POS_FIRST),
+		  SROCE_OP_UC_RDMA_WRITE_FIRST);
+	EXPECT_EQ(find(SROCE_TRANSPORT_RC, SROCE_KIND_WRITE, SROCE_POS_LAST, SROCE_OPF_INV), -1);
+	EXPECT_EQ(find(SROCE_TRANSPORT_UD, SROCE_KIND_SEND, SROCE_POS_ONLY), SROCE_OP_UD_SEND_ONLY);
+	EXPECT_EQ(find(SROCE_TRANSPORT_UD, SROCE_KIND_SEND, SROCE_POS_ONLY, SROCE_OPF_IMM),
+		  SROCE_OP_UD_SEND_ONLY_WITH_IMMEDIATE);
+	EXPECT_EQ(find(SROCE_TRANSPORT_UD, SROCE_KIND_SEND, SROCE_POS_FIRST), -1);
+	EXPECT_EQ(find(SROCE_TRANSPORT_UD, SROCE_KIND_WRITE, SROCE_POS_ONLY), -1);
+	EXPECT_EQ(find(SROCE_TRANSPORT_RC, SROCE_KIND_READ_REQ, SROCE_POS_ONLY),
+		  SROCE_OP_RC_RDMA_READ_REQUEST);
+	EXPECT_EQ(find(SROCE_TRANSPORT_UC, SROCE_KIND_READ_REQ, SROCE_POS_ONLY), -1);
+	for (uint32_t n : {1u, 2u, 3u, 7u}) {
+		for (uint32_t k = 0; k < n; k++) {
+			int op = find(SROCE_TRANSPORT_RC, SROCE_KIND_READ_RESP, sroce_msg_pos(k, n));
+			int want = n == 1 ? SROCE_OP_RC_RDMA_READ_RESPONSE_ONLY :
+				   k == 0 ? SROCE_OP_RC_RDMA_READ_RESPONSE_FIRST :
+				   k == n - 1 ? SROCE_OP_RC_RDMA_READ_RESPONSE_LAST :
+						SROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
+			EXPECT_EQ(op, want) << k << "/" << n;
+		}
+	}
+	EXPECT_EQ(find(SROCE_TRANSPORT_RC, SROCE_KIND_ACK, SROCE_POS_ONLY), SROCE_OP_RC_ACKNOWLEDGE);
+	EXPECT_EQ(find(SROCE_TRANSPORT_RC, SROCE_KIND_ATOMIC_ACK, SROCE_POS_ONLY),
+		  SROCE_OP_RC_ATOMIC_ACKNOWLEDGE);
+	EXPECT_EQ(find(SROCE_TRANSPORT_RC, SROCE_KIND_ATOMIC, SROCE_POS_ONLY),
+		  SROCE_OP_RC_COMPARE_SWAP);
+	EXPECT_EQ(find(SROCE_TRANSPORT_RC, SROCE_KIND_ATOMIC, SROCE_POS_ONLY, SROCE_OPF_FETCH_ADD),
+		  SROCE_OP_RC_FETCH_ADD);
+	EXPECT_EQ(find(SROCE_TRANSPORT_UC, SROCE_KIND_ATOMIC, SROCE_POS_ONLY), -1);
+	EXPECT_EQ(find(SROCE_TRANSPORT_CNP, SROCE_KIND_CNP, SROCE_POS_ONLY), SROCE_OP_CNP);
+	EXPECT_EQ(find(SROCE_TRANSPORT_RC, SROCE_KIND_CNP, SROCE_POS_ONLY), -1);
+	EXPECT_EQ(find(SROCE_TRANSPORT_RC, SROCE_KIND_NONE, SROCE_POS_ONLY), -1);
+	EXPECT_EQ(find(SROCE_TRANSPORT_RC, SROCE_KIND_SEND, SROCE_POS_NONE), -1);
+	EXPECT_EQ(find(SROCE_TRANSPORT_VENDOR, SROCE_KIND_SEND, SROCE_POS_ONLY), -1);
+}
+
+TEST(WireOpcode, MessageShape)
+{
+	EXPECT_EQ(sroce_msg_npkts(0, 1024), 1u);
+	EXPECT_EQ(sroce_msg_npkts(1, 1024), 1u);
+	EXPECT_EQ(sroce_msg_npkts(1024, 1024), 1u);
+	EXPECT_EQ(sroce_msg_npkts(1025, 1024), 2u);
+	EXPECT_EQ(sroce_msg_npkts(0x80000000u, 4096), 0x80000u);
+	EXPECT_EQ(sroce_msg_npkts(0xffffffffu, 256), 0x1000000u);
+	EXPECT_EQ(sroce_msg_npkts(0xffffffffu, 1), 0xffffffffu);
+	EXPECT_EQ(sroce_msg_npkts(5, 0), 1u);
+	EXPECT_EQ(sroce_msg_pos(0, 1), SROCE_POS_ONLY);
+	EXPECT_EQ(sroce_msg_pos(0, 0), SROCE_POS_ONLY);
+	EXPECT_EQ(sroce_msg_pos(0, 2), SROCE_POS_FIRST);
+	EXPECT_EQ(sroce_msg_pos(1, 2), SROCE_POS_LAST);
+	EXPECT_EQ(sroce_msg_pos(1, 3), SROCE_POS_MIDDLE);
+	EXPECT_EQ(sroce_msg_pos(2, 3), SROCE_POS_LAST);
+	EXPECT_EQ(sroce_pos_from(true, true), SROCE_POS_ONLY);
+	EXPECT_EQ(sroce_pos_from(true, false), SROCE_POS_FIRST);
+	EXPECT_EQ(sroce_pos_from(false, false), SROCE_POS_MIDDLE);
+	EXPECT_EQ(sroce_pos_from(false, true), SROCE_POS_LAST);
+	// the same split as the requester uses: each position's flags
+	for (uint32_t len : {0u, 1u, 4096u, 4097u, 10000u}) {
+		uint32_t n = sroce_msg_npkts(len, 4096);
+		for (uint32_t k = 0; k < n; k++) {
+			int op = sroce_opcode_find(SROCE_TRANSPORT_RC, SROCE_KIND_SEND,
+						   sroce_msg_pos(k, n), 0);
+			ASSERT_GE(op, 0);
+			uint16_t f = sroce_opcode_lookup((uint8_t)op)->flags;
+			EXPECT_EQ(!!(f & SROCE_OPF_START), k == 0);
+			EXPECT_EQ(!!(f & SROCE_OPF_END), k == n - 1);
+		}
+	}
+}
+
 }  // namespace

@@ -267,6 +267,67 @@ TEST(WireValidate, RejectsEachMalformation)
 	}
 }
 
+// A datagram whose UDP length is shorter than its IP payload reaches the
+// kernel trimmed to the UDP length by the UDP layer, so IP claims more than
+// there is. With SROCE_PARSE_UDP_TRIMMED that is the UDP length error it
+// was; without, a raw buffer that IP says is truncated.
+TEST(WireValidate, UdpTrimmed)
+{
+	struct Case {
+		const char *what;
+		int v;
+		sroce_wire_err trimmed;	// with the flag; without, always IP_LEN
+		void (*apply)(std::vector<uint8_t> &);
+	} cases[] = {
+		{"ipv4 udp len 4 short, trimmed", 4, SROCE_WIRE_E_UDP_LEN, [](auto &p) {
+			 p.resize(p.size() - 4);
+			 sroce_put_be16(&p[24], (uint16_t)(p.size() - 20));
+		 }},
+		{"ipv6 udp len 8 short, trimmed", 6, SROCE_WIRE_E_UDP_LEN, [](auto &p) {
+			 p.resize(p.size() - 8);
+			 sroce_put_be16(&p[44], (uint16_t)(p.size() - 40));
+		 }},
+		{"ipv4 udp len ends at the ip header", 4, SROCE_WIRE_E_UDP_LEN, [](auto &p) {
+			 p.resize(28);
+			 sroce_put_be16(&p[24], 8);
+		 }},
+		{"ipv4 truncated, udp len elsewhere", 4, SROCE_WIRE_E_IP_LEN, [](auto &p) {
+			 p.resize(p.size() - 4);
+			 sroce_put_be16(&p[24], (uint16_t)(p.size() - 21));
+		 }},
+		{"ipv6 truncated, udp len unchanged", 6, SROCE_WIRE_E_IP_LEN,
+		 [](auto &p) { p.resize(p.size() - 4); }},
+		{"ipv6 truncated into the udp header", 6, SROCE_WIRE_E_IP_LEN,
+		 [](auto &p) { p.resize(45); }},
+		{"ipv4 ip len too big, udp len at the end", 4, SROCE_WIRE_E_UDP_LEN,
+		 [](auto &p) { sroce_put_be16(&p[2], (uint16_t)(p.size() + 1)); }},
+	};
+	for (const Case &c : cases) {
+		SCOPED_TRACE(c.what);
+		PacketSpec s;
+		s.ip_version = c.v;
+		s.payload_len = 40;
+		auto p = build_packet(s);
+		c.apply(p);
+		sroce_pkt pkt;
+		EXPECT_STREQ(sroce_wire_err_name(parse_exact(p.data(), p.size(), &pkt,
+							     SROCE_PARSE_UDP_TRIMMED)),
+			     sroce_wire_err_name(c.trimmed));
+		EXPECT_STREQ(sroce_wire_err_name(parse_exact(p.data(), p.size(), &pkt)),
+			     sroce_wire_err_name(SROCE_WIRE_E_IP_LEN));
+	}
+	// well-formed packets are unaffected by the flag
+	for (int v : {4, 6}) {
+		PacketSpec s;
+		s.ip_version = v;
+		s.payload_len = 17;
+		auto p = build_packet(s);
+		sroce_pkt pkt;
+		EXPECT_EQ(parse_exact(p.data(), p.size(), &pkt, SROCE_PARSE_UDP_TRIMMED),
+			  SROCE_WIRE_OK);
+	}
+}
+
 TEST(WireValidate, AllOpcodesAllBytes)
 {
 	// Every opcode byte in an otherwise valid packet: ok iff supported and

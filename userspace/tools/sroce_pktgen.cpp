@@ -197,7 +197,7 @@ Packet build(const Endpoint &ep, bool v6, uint8_t opcode, uint32_t qpn, size_t p
 	uint8_t bth[SROCE_BTH_LEN] = {};
 	sroce_bth_set_opcode(bth, opcode);
 	sroce_bth_set_pad(bth, pad);
-	sroce_put_be16(bth + 2, ep.pkey);
+	sroce_bth_set_pkey(bth, ep.pkey);
 	sroce_bth_set_dqpn(bth, qpn);
 	sroce_bth_set_psn(bth, psn);
 	std::memcpy(udp + SROCE_UDP_HLEN, bth, std::min(tlen, sizeof(bth)));
