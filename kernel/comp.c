@@ -326,82 +326,95 @@ static void sroce_comp_atomic_ack(struct sroce_qp *qp, const u8 *ip,
 	sroce_comp_resp_in(qp, wqe, psn, true);
 }
 
-static void sroce_rnr_arm(struct sroce_qp *qp, unsigned int code)
+static void sroce_rnr_arm(struct sroce_qp *qp, u32 us)
 {
-	u32 us = sroce_rnr_timer_us(code);
-
 	qp->req.paused = true;
 	if (!qp->dead)
 		mod_timer(&qp->comp.rnr_timer,
 			  jiffies + max_t(unsigned long, usecs_to_jiffies(us), 1));
 }
 
-static void sroce_comp_aeth(struct sroce_qp *qp, u8 syn, u32 psn)
+/* An RNR NAK for @psn: resend it after the responder's delay. */
+static void sroce_comp_rnr(struct sroce_qp *qp, u32 psn, u32 us)
 {
-	struct sroce_dev *sdev = qp->sdev;
 	struct sroce_swqe *wqe;
-	u32 prev = sroce_psn_add(psn, SROCE_PSN_MAX);	/* psn - 1 */
 
-	switch (sroce_aeth_syn_type(syn)) {
-	case SROCE_AETH_ACK:
+	sroce_cnt_inc(qp->sdev, SROCE_CNT_RNR_NAK_RCVD);
+	sroce_comp_ack_upto(qp, sroce_psn_add(psn, SROCE_PSN_MAX));
+	wqe = sroce_wqe_by_psn(qp, psn);
+	if (!wqe)
+		return;
+	if (!qp->comp.rnr_left) {
+		sroce_qp_dbg(qp, "RNR retries exhausted at PSN %u\n", psn);
+		if (wqe == sroce_swqe_at(qp, qp->sq.cons))
+			sroce_req_fail(qp, wqe, IB_WC_RNR_RETRY_EXC_ERR);
+		return;
+	}
+	if (qp->rnr_retry != 7)
+		qp->comp.rnr_left--;
+	sroce_go_back(qp, psn);
+	del_timer(&qp->comp.retry_timer);
+	sroce_rnr_arm(qp, us);
+}
+
+/*
+ * A NAK sequence error at @psn: resend from there. A NAK that acknowledges
+ * nothing new uses up a retry.
+ */
+static void sroce_comp_nak_seq(struct sroce_qp *qp, u32 psn)
+{
+	struct sroce_swqe *wqe;
+
+	sroce_cnt_inc(qp->sdev, SROCE_CNT_SEQ_NAK_RCVD);
+	if (!sroce_comp_ack_upto(qp, sroce_psn_add(psn, SROCE_PSN_MAX)) &&
+	    psn == qp->comp.psn) {
+		if (!qp->comp.retry_left) {
+			sroce_qp_dbg(qp, "sequence NAKs exhausted retries\n");
+			wqe = sroce_wqe_by_psn(qp, psn);
+			if (wqe && wqe == sroce_swqe_at(qp, qp->sq.cons))
+				sroce_req_fail(qp, wqe, IB_WC_RETRY_EXC_ERR);
+			return;
+		}
+		qp->comp.retry_left--;
+	}
+	sroce_go_back(qp, psn);
+	sroce_retry_arm(qp);
+}
+
+/* An ACK or NAK (@a, decoded from the AETH) for PSN @psn. */
+static void sroce_comp_aeth(struct sroce_qp *qp, const struct sroce_ack *a,
+			    u32 psn)
+{
+	if (a->kind != SROCE_ACK_ACK && a->kind != SROCE_ACK_RESERVED)
+		sroce_qp_dbg(qp, "NAK kind %u received for PSN %u\n", a->kind,
+			     psn);
+	switch (a->kind) {
+	case SROCE_ACK_ACK:
 		if (sroce_comp_ack_upto(qp, psn))
 			sroce_comp_progress(qp);
 		else if (!sroce_req_outstanding(qp))
 			del_timer(&qp->comp.retry_timer);
 		break;
-	case SROCE_AETH_RNR_NAK:
-		sroce_cnt_inc(sdev, SROCE_CNT_RNR_NAK_RCVD);
-		sroce_comp_ack_upto(qp, prev);
-		wqe = sroce_wqe_by_psn(qp, psn);
-		if (!wqe)
-			break;
-		if (!qp->comp.rnr_left) {
-			sroce_qp_dbg(qp, "RNR retries exhausted at PSN %u\n", psn);
-			if (wqe == sroce_swqe_at(qp, qp->sq.cons))
-				sroce_req_fail(qp, wqe, IB_WC_RNR_RETRY_EXC_ERR);
-			break;
-		}
-		if (qp->rnr_retry != 7)
-			qp->comp.rnr_left--;
-		sroce_go_back(qp, psn);
-		del_timer(&qp->comp.retry_timer);
-		sroce_rnr_arm(qp, sroce_aeth_syn_value(syn));
+	case SROCE_ACK_RNR:
+		sroce_comp_rnr(qp, psn, a->rnr_us);
 		break;
-	case SROCE_AETH_NAK:
-		sroce_qp_dbg(qp, "NAK %u received for PSN %u\n",
-			     sroce_aeth_syn_value(syn), psn);
-		switch (sroce_aeth_syn_value(syn)) {
-		case SROCE_NAK_PSN_SEQ_ERROR:
-			sroce_cnt_inc(sdev, SROCE_CNT_SEQ_NAK_RCVD);
-			if (!sroce_comp_ack_upto(qp, prev) && psn == qp->comp.psn) {
-				if (!qp->comp.retry_left) {
-					sroce_qp_dbg(qp, "sequence NAKs exhausted retries\n");
-					wqe = sroce_wqe_by_psn(qp, psn);
-					if (wqe && wqe == sroce_swqe_at(qp, qp->sq.cons))
-						sroce_req_fail(qp, wqe,
-							       IB_WC_RETRY_EXC_ERR);
-					break;
-				}
-				qp->comp.retry_left--;
-			}
-			sroce_go_back(qp, psn);
-			sroce_retry_arm(qp);
-			break;
-		case SROCE_NAK_INVALID_REQUEST:
-			sroce_comp_nak_fatal(qp, psn, IB_WC_REM_INV_REQ_ERR);
-			break;
-		case SROCE_NAK_REMOTE_ACCESS_ERROR:
-			sroce_comp_nak_fatal(qp, psn, IB_WC_REM_ACCESS_ERR);
-			break;
-		case SROCE_NAK_REMOTE_OP_ERROR:
-			sroce_comp_nak_fatal(qp, psn, IB_WC_REM_OP_ERR);
-			break;
-		default:
-			sroce_comp_nak_fatal(qp, psn, IB_WC_REM_INV_RD_REQ_ERR);
-			break;
-		}
+	case SROCE_ACK_NAK_SEQ:
+		sroce_comp_nak_seq(qp, psn);
 		break;
-	default:
+	case SROCE_ACK_NAK_INV_REQ:
+		sroce_comp_nak_fatal(qp, psn, IB_WC_REM_INV_REQ_ERR);
+		break;
+	case SROCE_ACK_NAK_REM_ACCESS:
+		sroce_comp_nak_fatal(qp, psn, IB_WC_REM_ACCESS_ERR);
+		break;
+	case SROCE_ACK_NAK_REM_OP:
+		sroce_comp_nak_fatal(qp, psn, IB_WC_REM_OP_ERR);
+		break;
+	case SROCE_ACK_NAK_INV_RD_REQ:
+	case SROCE_ACK_NAK_RESERVED:	/* codes 5..31 */
+		sroce_comp_nak_fatal(qp, psn, IB_WC_REM_INV_RD_REQ_ERR);
+		break;
+	default:			/* reserved syndrome type: ignored */
 		break;
 	}
 }
@@ -426,8 +439,8 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	const u8 *ip = skb_network_header(skb);
 	const u8 *bth = ip + pkt->bth_off;
 	u32 psn = sroce_bth_psn(bth);
+	struct sroce_ack ack = { .kind = SROCE_ACK_ACK };
 	unsigned int drop = 0;
-	u8 syn = 0;
 
 	spin_lock_bh(&qp->sq_lock);
 	if (qp->type != IB_QPT_RC || qp->dead ||
@@ -446,16 +459,15 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		return;
 	}
 	if (pkt->hdr_off[SROCE_HDR_AETH])
-		syn = ip[pkt->hdr_off[SROCE_HDR_AETH]];
+		sroce_aeth_interpret(ip + pkt->hdr_off[SROCE_HDR_AETH], &ack);
 
 	switch (pkt->info->kind) {
 	case SROCE_KIND_ACK:
-		sroce_comp_aeth(qp, syn, psn);
+		sroce_comp_aeth(qp, &ack, psn);
 		break;
 	case SROCE_KIND_READ_RESP:
-		if (pkt->hdr_off[SROCE_HDR_AETH] &&
-		    sroce_aeth_syn_type(syn) != SROCE_AETH_ACK)
-			sroce_comp_aeth(qp, syn, psn);
+		if (ack.kind != SROCE_ACK_ACK)
+			sroce_comp_aeth(qp, &ack, psn);
 		else
 			sroce_comp_read_resp(qp, ip, pkt, psn);
 		break;

@@ -238,33 +238,7 @@ bool sroce_rx_from_peer(const struct sroce_av *av, const u8 *ip,
  */
 bool sroce_rx_pkey_ok(const u8 *bth)
 {
-	u16 pkey = sroce_bth_pkey(bth);
-
-	return (pkey & 0x7fff) == (SROCE_DEFAULT_PKEY & 0x7fff) &&
-	       ((pkey | SROCE_DEFAULT_PKEY) & 0x8000);
-}
-
-/*
- * The UDP layer trims a datagram to its UDP length when that is shorter
- * than the IP payload, so such a packet reaches the validator with an IP
- * length longer than the data. Report it as the UDP length error it is.
- */
-static bool sroce_udp_trimmed(const u8 *ip, unsigned int len)
-{
-	unsigned int iph, iplen;
-
-	if (ip[0] >> 4 == 4) {
-		iph = (ip[0] & 0x0f) * 4;
-		iplen = sroce_get_be16(ip + 2);
-	} else if (ip[0] >> 4 == 6) {
-		iph = SROCE_IPV6_HLEN;
-		iplen = SROCE_IPV6_HLEN + sroce_get_be16(ip + 4);
-	} else {
-		return false;
-	}
-	if (len < iph + SROCE_UDP_HLEN || iplen <= len)
-		return false;
-	return sroce_get_be16(ip + iph + 4) == len - iph;
+	return sroce_pkey_match(sroce_bth_pkey(bth), SROCE_DEFAULT_PKEY);
 }
 
 static void sroce_rx(struct sroce_dev *sdev, struct sk_buff *skb)
@@ -287,9 +261,8 @@ static void sroce_rx(struct sroce_dev *sdev, struct sk_buff *skb)
 
 	ip = skb_network_header(skb);
 	len = skb_tail_pointer(skb) - ip;
-	err = sroce_parse_ip(ip, len, 0, &pkt);
-	if (err == SROCE_WIRE_E_IP_LEN && sroce_udp_trimmed(ip, len))
-		err = SROCE_WIRE_E_UDP_LEN;
+	/* The UDP layer trims datagrams to their UDP length: say so. */
+	err = sroce_parse_ip(ip, len, SROCE_PARSE_UDP_TRIMMED, &pkt);
 	if (err != SROCE_WIRE_OK) {
 		sroce_cnt_add(sdev, sroce_cnt_drop(err), 1);
 		kfree_skb(skb);
@@ -330,7 +303,7 @@ int sroce_tx_alloc(struct sroce_dev *sdev, const struct sroce_av *av,
 		   struct sroce_txpkt *tp)
 {
 	unsigned int iph = av->ipver == 4 ? SROCE_IPV4_HLEN : SROCE_IPV6_HLEN;
-	unsigned int pad = (4 - (payload_len & 3)) & 3;
+	unsigned int pad = sroce_pad_len(payload_len);
 	unsigned int room = LL_RESERVED_SPACE(sdev->ndev);
 	struct sk_buff *skb;
 

@@ -335,58 +335,44 @@ int sroce_wqe_copy(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 off,
 
 /* ---------------------------------------------------------------- build */
 
-/* Opcode of packet k of n of a SEND or WRITE on an RC or UC QP. */
+/* The message a work request sends: its kind and opcode variant. */
+static enum sroce_op_kind sroce_wr_kind(u32 op, unsigned int *variant)
+{
+	*variant = 0;
+	switch (op) {
+	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
+		*variant = SROCE_OPF_IMM;
+		fallthrough;
+	case IB_UVERBS_WR_RDMA_WRITE:
+		return SROCE_KIND_WRITE;
+	case IB_UVERBS_WR_RDMA_READ:
+		return SROCE_KIND_READ_REQ;
+	case IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD:
+		*variant = SROCE_OPF_FETCH_ADD;
+		fallthrough;
+	case IB_UVERBS_WR_ATOMIC_CMP_AND_SWP:
+		return SROCE_KIND_ATOMIC;
+	case IB_UVERBS_WR_SEND_WITH_IMM:
+		*variant = SROCE_OPF_IMM;
+		return SROCE_KIND_SEND;
+	case IB_UVERBS_WR_SEND_WITH_INV:
+		*variant = SROCE_OPF_INV;
+		return SROCE_KIND_SEND;
+	default:
+		return SROCE_KIND_SEND;
+	}
+}
+
+/* Opcode of packet @k of @wqe (sroce_swqe_check() let only valid ones in). */
 static u8 sroce_req_opcode(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 k)
 {
-	u32 op = wqe->wr.opcode;
-	bool first = k == 0, last = k == wqe->npkts - 1;
-	u8 base = qp->type == IB_QPT_UC ? 0x20 : 0x00;
-	u8 code;
+	unsigned int variant;
+	enum sroce_op_kind kind = sroce_wr_kind(wqe->wr.opcode, &variant);
+	enum sroce_pos pos = SROCE_POS_ONLY;
 
-	if (qp->type == IB_QPT_UD)
-		return op == IB_UVERBS_WR_SEND_WITH_IMM ?
-		       SROCE_OP_UD_SEND_ONLY_WITH_IMMEDIATE :
-		       SROCE_OP_UD_SEND_ONLY;
-
-	switch (op) {
-	case IB_UVERBS_WR_RDMA_READ:
-		return SROCE_OP_RC_RDMA_READ_REQUEST;
-	case IB_UVERBS_WR_ATOMIC_CMP_AND_SWP:
-		return SROCE_OP_RC_COMPARE_SWAP;
-	case IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD:
-		return SROCE_OP_RC_FETCH_ADD;
-	case IB_UVERBS_WR_RDMA_WRITE:
-	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
-		if (first && last)
-			code = op == IB_UVERBS_WR_RDMA_WRITE ?
-			       SROCE_OP_RC_RDMA_WRITE_ONLY :
-			       SROCE_OP_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE;
-		else if (first)
-			code = SROCE_OP_RC_RDMA_WRITE_FIRST;
-		else if (last)
-			code = op == IB_UVERBS_WR_RDMA_WRITE ?
-			       SROCE_OP_RC_RDMA_WRITE_LAST :
-			       SROCE_OP_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE;
-		else
-			code = SROCE_OP_RC_RDMA_WRITE_MIDDLE;
-		return base + code;
-	default:	/* SEND, SEND_WITH_IMM, SEND_WITH_INV */
-		if (first && last)
-			code = op == IB_UVERBS_WR_SEND ? SROCE_OP_RC_SEND_ONLY :
-			       op == IB_UVERBS_WR_SEND_WITH_IMM ?
-			       SROCE_OP_RC_SEND_ONLY_WITH_IMMEDIATE :
-			       SROCE_OP_RC_SEND_ONLY_WITH_INVALIDATE;
-		else if (first)
-			code = SROCE_OP_RC_SEND_FIRST;
-		else if (last)
-			code = op == IB_UVERBS_WR_SEND ? SROCE_OP_RC_SEND_LAST :
-			       op == IB_UVERBS_WR_SEND_WITH_IMM ?
-			       SROCE_OP_RC_SEND_LAST_WITH_IMMEDIATE :
-			       SROCE_OP_RC_SEND_LAST_WITH_INVALIDATE;
-		else
-			code = SROCE_OP_RC_SEND_MIDDLE;
-		return base + code;
-	}
+	if (kind == SROCE_KIND_SEND || kind == SROCE_KIND_WRITE)
+		pos = sroce_msg_pos(k, wqe->npkts);
+	return sroce_opcode_find(sroce_qp_transport(qp), kind, pos, variant);
 }
 
 /*
@@ -409,7 +395,7 @@ static void sroce_req_encode_ext(struct sroce_qp *qp, struct sroce_swqe *wqe,
 		*dqpn = wr->wr.ud.remote_qpn & SROCE_QPN_MASK;
 		*sport = rdma_get_udp_sport(wqe->av.flow_label,
 					    qp->ibqp.qp_num, *dqpn);
-		sroce_deth_encode(bth + sroce_opcode_hdr_off(oi, SROCE_HDR_DETH),
+		sroce_deth_encode(bth + oi->hdr_off[SROCE_HDR_DETH],
 				  &deth);
 	}
 	if (sroce_opcode_has(oi, SROCE_HDR_RETH)) {
@@ -426,7 +412,7 @@ static void sroce_req_encode_ext(struct sroce_qp *qp, struct sroce_swqe *wqe,
 			reth.va += done;
 			reth.len -= done;
 		}
-		sroce_reth_encode(bth + sroce_opcode_hdr_off(oi, SROCE_HDR_RETH),
+		sroce_reth_encode(bth + oi->hdr_off[SROCE_HDR_RETH],
 				  &reth);
 	}
 	if (sroce_opcode_has(oi, SROCE_HDR_ATOMICETH)) {
@@ -438,14 +424,14 @@ static void sroce_req_encode_ext(struct sroce_qp *qp, struct sroce_swqe *wqe,
 			.compare = wr->wr.atomic.compare_add,
 		};
 
-		sroce_atomiceth_encode(bth + sroce_opcode_hdr_off(oi, SROCE_HDR_ATOMICETH),
+		sroce_atomiceth_encode(bth + oi->hdr_off[SROCE_HDR_ATOMICETH],
 				       &a);
 	}
 	if (sroce_opcode_has(oi, SROCE_HDR_IMMDT))
-		memcpy(bth + sroce_opcode_hdr_off(oi, SROCE_HDR_IMMDT),
+		memcpy(bth + oi->hdr_off[SROCE_HDR_IMMDT],
 		       &wr->imm_data, 4);	/* already in wire order */
 	if (sroce_opcode_has(oi, SROCE_HDR_IETH))
-		sroce_ieth_set_rkey(bth + sroce_opcode_hdr_off(oi, SROCE_HDR_IETH),
+		sroce_ieth_set_rkey(bth + oi->hdr_off[SROCE_HDR_IETH],
 				    wr->imm_data);
 }
 
@@ -486,11 +472,7 @@ int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 psn,
 	}
 	sroce_req_encode_ext(qp, wqe, oi, k, tp.bth, &dqpn, &sport);
 
-	sroce_bth_set_opcode(tp.bth, opcode);
-	tp.bth[2] = 0xff;	/* default P_Key */
-	tp.bth[3] = 0xff;
-	sroce_bth_set_dqpn(tp.bth, dqpn);
-	sroce_bth_set_psn(tp.bth, psn);
+	sroce_bth_init(tp.bth, opcode, SROCE_DEFAULT_PKEY, dqpn, psn);
 	if ((oi->flags & SROCE_OPF_END) &&
 	    (wqe->wr.send_flags & SROCE_SEND_SOLICITED))
 		sroce_bth_set_se(tp.bth, true);
@@ -654,13 +636,13 @@ static bool sroce_req_start(struct sroce_qp *qp, struct sroce_swqe *wqe)
 	 * so that the last of them arrives within an ACK timeout.
 	 */
 	if (op == IB_UVERBS_WR_RDMA_READ && qp->req.rd_out &&
-	    sroce_req_unacked(qp) + DIV_ROUND_UP(wqe->len, qp->mtu) >
+	    sroce_req_unacked(qp) + sroce_msg_npkts(wqe->len, qp->mtu) >
 	    SROCE_MAX_READ_PSNS)
 		return false;
 	if (qp->type == IB_QPT_UD || sroce_op_is_atomic(op))
 		wqe->npkts = 1;
 	else
-		wqe->npkts = max_t(u32, 1, DIV_ROUND_UP(wqe->len, qp->mtu));
+		wqe->npkts = sroce_msg_npkts(wqe->len, qp->mtu);
 	wqe->first_psn = qp->req.psn;
 	wqe->last_psn = sroce_psn_add(wqe->first_psn, wqe->npkts - 1);
 	wqe->started = true;

@@ -57,16 +57,12 @@ static int sroce_resp_send(struct sroce_qp *qp, u8 opcode, u32 psn, u8 syn,
 		kfree_skb(tp.skb);
 		return -EACCES;
 	}
-	sroce_bth_set_opcode(tp.bth, opcode);
-	tp.bth[2] = 0xff;
-	tp.bth[3] = 0xff;
-	sroce_bth_set_dqpn(tp.bth, qp->dest_qpn);
-	sroce_bth_set_psn(tp.bth, psn);
+	sroce_bth_init(tp.bth, opcode, SROCE_DEFAULT_PKEY, qp->dest_qpn, psn);
 	if (sroce_opcode_has(oi, SROCE_HDR_AETH))
-		sroce_aeth_encode(tp.bth + sroce_opcode_hdr_off(oi, SROCE_HDR_AETH),
+		sroce_aeth_encode(tp.bth + oi->hdr_off[SROCE_HDR_AETH],
 				  &aeth);
 	if (orig)
-		memcpy(tp.bth + sroce_opcode_hdr_off(oi, SROCE_HDR_ATOMICACKETH),
+		memcpy(tp.bth + oi->hdr_off[SROCE_HDR_ATOMICACKETH],
 		       orig, 8);
 	return sroce_tx_send(qp->sdev, &qp->av, qp->sport, &tp) == -ENOBUFS ?
 	       -ENOBUFS : 0;
@@ -463,17 +459,6 @@ static struct sroce_rd_res *sroce_res_new(struct sroce_qp *qp)
 	return r;
 }
 
-static u8 sroce_read_resp_opcode(bool first, bool last)
-{
-	if (first && last)
-		return SROCE_OP_RC_RDMA_READ_RESPONSE_ONLY;
-	if (first)
-		return SROCE_OP_RC_RDMA_READ_RESPONSE_FIRST;
-	if (last)
-		return SROCE_OP_RC_RDMA_READ_RESPONSE_LAST;
-	return SROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
-}
-
 /* Send READ responses of the current job, up to @budget. Return true when done. */
 static bool sroce_read_job_run(struct sroce_qp *qp, unsigned int budget)
 {
@@ -489,7 +474,9 @@ static bool sroce_read_job_run(struct sroce_qp *qp, unsigned int budget)
 		u32 plen = min(qp->mtu, rj->left);
 		int err;
 
-		err = sroce_resp_send(qp, sroce_read_resp_opcode(first, last),
+		err = sroce_resp_send(qp, sroce_opcode_find(SROCE_TRANSPORT_RC,
+							    SROCE_KIND_READ_RESP,
+							    sroce_pos_from(first, last), 0),
 				      rj->psn,
 				      sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID),
 				      NULL, rj->rkey, rj->va, plen);
@@ -531,7 +518,7 @@ static int sroce_read_start(struct sroce_qp *qp, u32 psn, u64 va, u32 rkey,
 	if (len && sroce_mr_access(qp->sdev, qp->pd, rkey, IB_ACCESS_REMOTE_READ,
 				   va, len, NULL, NULL))
 		return SROCE_NAK_REMOTE_ACCESS_ERROR;
-	npkts = max_t(u32, 1, DIV_ROUND_UP((u32)len, qp->mtu));
+	npkts = sroce_msg_npkts(len, qp->mtu);
 	rj->active = true;
 	rj->rkey = rkey;
 	rj->va = va;
@@ -654,29 +641,6 @@ static void sroce_resp_dup(struct sroce_qp *qp, const u8 *ip,
 				       sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID));
 		return;
 	}
-}
-
-/* Is @oi allowed after the previous packet of the connection? */
-static bool sroce_seq_ok(struct sroce_qp *qp, const struct sroce_opcode_info *oi)
-{
-	if (!qp->resp.in_msg)
-		return oi->flags & SROCE_OPF_START;
-	/* Continue the same kind of message. */
-	return !(oi->flags & SROCE_OPF_START) && oi->kind == qp->resp.msg_kind;
-}
-
-/*
- * IBTA 9.7.x: every packet of a message but the last carries exactly one
- * path MTU of payload, the last at most that much.
- */
-static bool sroce_payload_len_ok(struct sroce_qp *qp,
-				 const struct sroce_opcode_info *oi, u32 len)
-{
-	if (oi->kind != SROCE_KIND_SEND && oi->kind != SROCE_KIND_WRITE)
-		return true;
-	if (oi->flags & SROCE_OPF_END)
-		return len <= qp->mtu;
-	return len == qp->mtu;
 }
 
 /* What a request asks for, decoded once. */
@@ -897,30 +861,30 @@ static bool sroce_resp_check(struct sroce_qp *qp, const struct sroce_req_ctx *c)
 {
 	const struct sroce_opcode_info *oi = c->oi;
 
-	if (!sroce_payload_len_ok(qp, oi, c->pkt->payload_len)) {
+	if (!sroce_payload_mtu_ok(oi, qp->mtu, c->pkt->payload_len)) {
 		sroce_cnt_inc(qp->sdev, SROCE_CNT_DROP_MTU);
 		sroce_resp_error(qp, c->psn, oi, SROCE_NAK_INVALID_REQUEST,
 				 IB_WC_SUCCESS);
 		return false;
 	}
-	if (sroce_seq_ok(qp, oi))
+	switch (sroce_resp_seq_check(sroce_qp_transport(qp), qp->resp.in_msg,
+				     qp->resp.msg_kind, oi)) {
+	case SROCE_SEQ_OK:
 		return true;
-	if (qp->type == IB_QPT_RC) {
+	case SROCE_SEQ_RC_INVALID:
 		sroce_resp_fatal(qp, c->psn, SROCE_NAK_INVALID_REQUEST,
 				 IB_WC_REM_INV_REQ_ERR);
 		return false;
-	}
-	/*
-	 * UC: a new message while one was in progress ends the old one;
-	 * anything else out of sequence is dropped.
-	 */
-	if (!(oi->flags & SROCE_OPF_START)) {
+	case SROCE_SEQ_UC_DROP:
 		sroce_uc_drop(qp, c->psn, oi);
 		return false;
+	case SROCE_SEQ_UC_RESTART:
+		/* UC: a new message ends the one in progress. */
+		sroce_resp_drop_write(qp);
+		qp->resp.in_msg = false;
+		return true;
 	}
-	sroce_resp_drop_write(qp);
-	qp->resp.in_msg = false;
-	return true;
+	return false;
 }
 
 /* Execute the request at epsn. */
@@ -973,46 +937,46 @@ static void sroce_resp_process(struct sroce_qp *qp, struct sk_buff *skb,
 {
 	const u8 *ip = skb_network_header(skb);
 	u32 psn = sroce_bth_psn(ip + pkt->bth_off);
-	enum ib_qp_type type = qp->type;
-	int d;
+	struct sroce_resp_psn_state st = {
+		.epsn = qp->resp.epsn,
+		.nak_sent = qp->resp.nak_sent,
+		.uc_drop = qp->resp.uc_drop,
+	};
 
-	if (type == IB_QPT_UD) {
+	if (qp->type == IB_QPT_UD) {
 		sroce_resp_ud(qp, ip, pkt);
 		return;
 	}
-
-	d = sroce_psn_diff(psn, qp->resp.epsn);
-	if (type == IB_QPT_RC) {
-		if (d > 0) {
-			if (!qp->resp.nak_sent) {
-				sroce_send_nak(qp, qp->resp.epsn, SROCE_NAK_PSN_SEQ_ERROR);
-				qp->resp.nak_sent = true;
-			}
-			return;
-		}
-		if (d < 0) {
-			sroce_resp_dup(qp, ip, pkt, psn);
-			return;
-		}
-		qp->resp.nak_sent = false;
-	} else {
-		/*
-		 * UC: a gap loses the message in progress. Its receive WQE,
-		 * if it had one, is kept for the next message.
-		 */
-		if (d != 0) {
-			sroce_resp_drop_write(qp);
-			qp->resp.in_msg = false;
-			qp->resp.uc_drop = true;
-		}
-		if (qp->resp.uc_drop) {
-			if (!(pkt->info->flags & SROCE_OPF_START)) {
-				qp->resp.epsn = sroce_psn_inc(psn);
-				return;
-			}
-			qp->resp.uc_drop = false;
-		}
+	switch (sroce_resp_psn_classify(sroce_qp_transport(qp), &st, psn,
+					pkt->info)) {
+	case SROCE_PSN_NEW:
+		break;
+	case SROCE_PSN_DUP:
+		sroce_resp_dup(qp, ip, pkt, psn);
+		return;
+	case SROCE_PSN_SEQ_NAK:
+		sroce_send_nak(qp, qp->resp.epsn, SROCE_NAK_PSN_SEQ_ERROR);
+		qp->resp.nak_sent = true;
+		return;
+	case SROCE_PSN_SEQ_DROP:
+		return;
+	case SROCE_PSN_UC_RESYNC:
+		/* UC: a gap loses the message in progress, not its WQE. */
+		sroce_resp_drop_write(qp);
+		qp->resp.in_msg = false;
+		break;
+	case SROCE_PSN_UC_LOST:
+		sroce_resp_drop_write(qp);
+		qp->resp.in_msg = false;
+		qp->resp.uc_drop = true;
+		qp->resp.epsn = sroce_psn_inc(psn);
+		return;
+	case SROCE_PSN_UC_SKIP:
+		qp->resp.epsn = sroce_psn_inc(psn);
+		return;
 	}
+	qp->resp.nak_sent = false;
+	qp->resp.uc_drop = false;
 	sroce_resp_exec(qp, ip, pkt);
 }
 
@@ -1022,18 +986,6 @@ static bool sroce_resp_active(struct sroce_qp *qp)
 	return !qp->dead && !qp->resp.failed &&
 	       (qp->state == IB_QPS_RTR || qp->state == IB_QPS_RTS ||
 		qp->state == IB_QPS_SQD || qp->state == IB_QPS_SQE);
-}
-
-static enum sroce_transport sroce_qp_transport(struct sroce_qp *qp)
-{
-	switch (qp->type) {
-	case IB_QPT_RC:
-		return SROCE_TRANSPORT_RC;
-	case IB_QPT_UC:
-		return SROCE_TRANSPORT_UC;
-	default:
-		return SROCE_TRANSPORT_UD;
-	}
 }
 
 /* A request arrived for @qp. Softirq. Consumes the skb. */

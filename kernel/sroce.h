@@ -597,6 +597,19 @@ static inline struct sroce_cq *to_scq(struct ib_cq *ibcq)
 	return container_of(ibcq, struct sroce_cq, ibcq);
 }
 
+/* The wire transport of a QP (GSI is UD). */
+static inline enum sroce_transport sroce_qp_transport(const struct sroce_qp *qp)
+{
+	switch (qp->type) {
+	case IB_QPT_RC:
+		return SROCE_TRANSPORT_RC;
+	case IB_QPT_UC:
+		return SROCE_TRANSPORT_UC;
+	default:
+		return SROCE_TRANSPORT_UD;
+	}
+}
+
 /* main.c */
 void sroce_dealloc_driver(struct ib_device *ibdev);
 
