@@ -39,38 +39,71 @@
 /* --------------------------------------------------------------- sending */
 
 /*
+ * A response the responder sends: ACK/NAK (syndrome), atomic ACK (the
+ * original value) or READ response (@plen bytes at @va of region @rkey).
+ */
+struct sroce_resp_pkt {
+	u8			opcode;
+	u32			psn;
+	u8			syn;
+	u64			orig;
+	u32			rkey;
+	u64			va;
+	u32			plen;
+};
+
+/*
  * Return 0, -ENOBUFS if the packet could not be queued (not sent), or
  * -EACCES if its payload could not be read from region @rkey any more.
  */
-static int sroce_resp_send(struct sroce_qp *qp, u8 opcode, u32 psn, u8 syn,
-			   const u8 *orig, u32 rkey, u64 va, u32 plen)
+static int sroce_resp_send(struct sroce_qp *qp, const struct sroce_resp_pkt *p)
 {
-	const struct sroce_opcode_info *oi = sroce_opcode_lookup(opcode);
+	const struct sroce_opcode_info *oi = sroce_opcode_lookup(p->opcode);
+	struct sroce_aeth aeth = { .syndrome = p->syn, .msn = qp->resp.msn };
 	struct sroce_txpkt tp;
-	struct sroce_aeth aeth = { .syndrome = syn, .msn = qp->resp.msn };
 
-	if (sroce_tx_alloc(qp->sdev, &qp->av, oi->hdr_len, plen, &tp))
+	if (sroce_tx_alloc(qp->sdev, &qp->av, oi->hdr_len, p->plen, &tp))
 		return -ENOBUFS;
 	tp.qp = qp;
-	if (plen && sroce_mr_copy(qp->sdev, qp->pd, rkey, IB_ACCESS_REMOTE_READ,
-				  va, tp.payload, plen, SROCE_COPY_FROM_MR)) {
+	if (p->plen && sroce_mr_copy(qp->sdev, qp->pd, p->rkey,
+				     IB_ACCESS_REMOTE_READ, p->va, tp.payload,
+				     p->plen, SROCE_COPY_FROM_MR)) {
 		kfree_skb(tp.skb);
 		return -EACCES;
 	}
-	sroce_bth_init(tp.bth, opcode, SROCE_DEFAULT_PKEY, qp->dest_qpn, psn);
+	sroce_bth_init(tp.bth, p->opcode, SROCE_DEFAULT_PKEY, qp->dest_qpn,
+		       p->psn);
 	if (sroce_opcode_has(oi, SROCE_HDR_AETH))
-		sroce_aeth_encode(tp.bth + oi->hdr_off[SROCE_HDR_AETH],
-				  &aeth);
-	if (orig)
-		memcpy(tp.bth + oi->hdr_off[SROCE_HDR_ATOMICACKETH],
-		       orig, 8);
+		sroce_aeth_encode(tp.bth + oi->hdr_off[SROCE_HDR_AETH], &aeth);
+	if (sroce_opcode_has(oi, SROCE_HDR_ATOMICACKETH))
+		sroce_put_be64(tp.bth + oi->hdr_off[SROCE_HDR_ATOMICACKETH],
+			       p->orig);
 	return sroce_tx_send(qp->sdev, &qp->av, qp->sport, &tp) == -ENOBUFS ?
 	       -ENOBUFS : 0;
 }
 
 static void sroce_send_ack(struct sroce_qp *qp, u32 psn, u8 syn)
 {
-	sroce_resp_send(qp, SROCE_OP_RC_ACKNOWLEDGE, psn, syn, NULL, 0, 0, 0);
+	struct sroce_resp_pkt p = {
+		.opcode = SROCE_OP_RC_ACKNOWLEDGE,
+		.psn = psn,
+		.syn = syn,
+	};
+
+	sroce_resp_send(qp, &p);
+}
+
+/* The answer to the atomic at @psn: @orig, the value it found. */
+static void sroce_send_atomic_ack(struct sroce_qp *qp, u32 psn, u64 orig)
+{
+	struct sroce_resp_pkt p = {
+		.opcode = SROCE_OP_RC_ATOMIC_ACKNOWLEDGE,
+		.psn = psn,
+		.syn = sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID),
+		.orig = orig,
+	};
+
+	sroce_resp_send(qp, &p);
 }
 
 static void sroce_send_nak(struct sroce_qp *qp, u32 psn, enum sroce_nak_code c)
@@ -469,17 +502,20 @@ static bool sroce_read_job_run(struct sroce_qp *qp, unsigned int budget)
 			rj->tx_wait = true;	/* the skb destructor kicks us */
 			return false;
 		}
-		bool first = rj->psn == rj->first_psn;
 		bool last = rj->psn == rj->last_psn;
-		u32 plen = min(qp->mtu, rj->left);
+		enum sroce_pos pos = sroce_pos_from(rj->psn == rj->first_psn, last);
+		struct sroce_resp_pkt p = {
+			.opcode = sroce_opcode_find(SROCE_TRANSPORT_RC,
+						    SROCE_KIND_READ_RESP, pos, 0),
+			.psn = rj->psn,
+			.syn = sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID),
+			.rkey = rj->rkey,
+			.va = rj->va,
+			.plen = min(qp->mtu, rj->left),
+		};
 		int err;
 
-		err = sroce_resp_send(qp, sroce_opcode_find(SROCE_TRANSPORT_RC,
-							    SROCE_KIND_READ_RESP,
-							    sroce_pos_from(first, last), 0),
-				      rj->psn,
-				      sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID),
-				      NULL, rj->rkey, rj->va, plen);
+		err = sroce_resp_send(qp, &p);
 		if (err == -ENOBUFS) {
 			rj->stalled = true;	/* queue full: later */
 			return false;
@@ -491,8 +527,8 @@ static bool sroce_read_job_run(struct sroce_qp *qp, unsigned int budget)
 					 IB_WC_SUCCESS);
 			return true;
 		}
-		rj->va += plen;
-		rj->left -= plen;
+		rj->va += p.plen;
+		rj->left -= p.plen;
 		if (last)
 			sroce_read_job_end(qp);
 		else
@@ -622,18 +658,11 @@ static void sroce_resp_dup(struct sroce_qp *qp, const u8 *ip,
 	case SROCE_KIND_READ_REQ:
 		sroce_resp_dup_read(qp, psn);
 		return;
-	case SROCE_KIND_ATOMIC: {
-		u8 orig[8];
-
+	case SROCE_KIND_ATOMIC:
 		r = sroce_res_find(qp, SROCE_KIND_ATOMIC, psn);
-		if (!r || r->first_psn != psn)
-			return;
-		sroce_put_be64(orig, r->orig);
-		sroce_resp_send(qp, SROCE_OP_RC_ATOMIC_ACKNOWLEDGE, psn,
-				sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID),
-				orig, 0, 0, 0);
+		if (r && r->first_psn == psn)
+			sroce_send_atomic_ack(qp, psn, r->orig);
 		return;
-	}
 	default:
 		/* SEND, WRITE: acknowledge everything received so far. */
 		if (sroce_bth_ackreq(bth) || (pkt->info->flags & SROCE_OPF_END))
@@ -826,7 +855,6 @@ static void sroce_resp_atomic_op(struct sroce_qp *qp, const struct sroce_req_ctx
 {
 	struct sroce_atomiceth a;
 	struct sroce_rd_res *r;
-	u8 orig[8];
 	u64 val;
 	int nak;
 
@@ -846,10 +874,7 @@ static void sroce_resp_atomic_op(struct sroce_qp *qp, const struct sroce_req_ctx
 	sroce_msn_bump(qp);
 	qp->resp.in_msg = false;
 	qp->resp.epsn = sroce_psn_inc(c->psn);
-	sroce_put_be64(orig, val);
-	sroce_resp_send(qp, SROCE_OP_RC_ATOMIC_ACKNOWLEDGE, c->psn,
-			sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID), orig,
-			0, 0, 0);
+	sroce_send_atomic_ack(qp, c->psn, val);
 }
 
 /*
