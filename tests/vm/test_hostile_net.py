@@ -24,7 +24,8 @@ import time
 
 import pytest
 
-from conftest import TOOLS, add_link, client_server, unload_all_rdma_links, wait_for
+from guestrdma import (TOOLS, add_link, client_server, cm_listening, unload_all_rdma_links,
+                       wait_for)
 
 PKTGEN = TOOLS + "/sroce-pktgen"
 VICTIM = TOOLS + "/sroce-victim"
@@ -470,16 +471,6 @@ def test_l_transmit_refused_for_good_fails_the_wqe(net, victims):
              "no IBV_WC_RETRY_EXC_ERR completion within 12 s: %s" % (wcs or "no completion"))
     c.expect(not any(w[0] == "IBV_WC_SUCCESS" for w in wcs), "a SEND that never left succeeded")
     c.done()
-
-def cm_listening(g, port):
-    out = g.run("rdma -j res show cm_id", timeout=30).out.strip()
-    try:
-        ids = json.loads(out) if out else []
-    except ValueError:
-        return False
-    return any(i.get("state") == "LISTEN" and
-               i.get("src-addr", "").rsplit(":", 1)[-1] == str(port) for i in ids)
-
 
 def rping(g0, g1, count):
     """rping server in guest 0, client in guest 1 (count pings, bounded)."""

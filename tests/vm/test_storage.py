@@ -33,8 +33,8 @@ import time
 import pytest
 
 import storage as st
-from conftest import wait_for
-from pairs import PAIRS
+from guestrdma import configure, console_guard, wait_for
+from pairs import pair  # noqa: F401 (pair is a fixture)
 
 SCALE = float(os.environ.get("SROCE_TEST_STORAGE_SCALE", "1"))
 
@@ -52,35 +52,6 @@ def scaled(nbytes, unit):
 PATTERNS = st.FioPatterns(rand_bytes=scaled(2 * MiB, 4096), seq_bytes=scaled(8 * MiB, 128 << 10))
 DEV_MB = max(64, 2 * PATTERNS.span // MiB)
 NFS_FILE_MB = scaled(32 * MiB, MiB) // MiB
-
-
-class Pair:
-    def __init__(self, target, host, kinds):
-        self.target, self.host = target, host
-        self.kinds = kinds
-
-
-@contextlib.contextmanager
-def console_checked(rig, what):
-    """Fail if a guest console shows a kernel problem during the block (for
-    fixture setup and teardown, which the per-test check does not cover)."""
-    rig.mark_consoles()
-    yield
-    bad = rig.bad_console_lines()
-    if bad:
-        pytest.fail("guest console shows kernel problems while %s:\n%s" % (what, "\n".join(bad)))
-
-
-@pytest.fixture(scope="module", params=PAIRS)
-def pair(request, rig):
-    kinds = request.param
-    with console_checked(rig, "configuring " + "-".join(kinds)):
-        for g, k in zip(rig.guests, kinds):
-            st.configure(g, k)
-    yield Pair(rig[0], rig[1], kinds)
-    with console_checked(rig, "removing " + "-".join(kinds)):
-        for g in rig.guests:
-            st.unload_all_rdma_links(g)
 
 
 def report(request, sw):
@@ -139,21 +110,21 @@ class TestNvmeRdma:
 
     @pytest.fixture(scope="class")
     def nvmet(self, rig, pair):
-        t = pair.target
+        t = pair.server.guest
         stack = contextlib.ExitStack()
         try:
-            with console_checked(rig, "setting up nvmet"):
+            with console_guard(rig, "setting up nvmet"):
                 ts, = stack.enter_context(st.guest_state(t))
                 tgt = stack.enter_context(st.nvmet_target(t, ts, size_mb=DEV_MB))
             yield tgt
         finally:
-            with console_checked(rig, "removing nvmet"):
+            with console_guard(rig, "removing nvmet"):
                 stack.close()
 
     def test_io(self, request, pair, nvmet):
         """Discover and connect over RDMA, fio-verify both namespaces,
         disconnect: the controller and its block devices go away."""
-        connect_verify_disconnect(request, pair.host, nvmet)
+        connect_verify_disconnect(request, pair.client.guest, nvmet)
 
     def test_reconnect(self, request, pair, nvmet):
         """Unlink the subsystem from the target's port while the host is
@@ -162,7 +133,7 @@ class TestNvmeRdma:
         itself, the same controller and namespaces come back, the I/O that
         spanned the outage completes and verifies, and new I/O works."""
         one_kind(pair)
-        h = pair.host
+        h = pair.client.guest
         sw = st.Stopwatch()
         with st.guest_state(h):
             with st.nvme_host(h, nvmet) as host:
@@ -210,7 +181,7 @@ class TestNvmeRdma:
         in the pairs of one kind (sroce-sroce, rxe-rxe)."""
         if pair.kinds[0] != pair.kinds[1]:
             pytest.skip("loopback runs in the %s-%s pair" % (pair.kinds[0], pair.kinds[0]))
-        connect_verify_disconnect(request, pair.target, nvmet)
+        connect_verify_disconnect(request, pair.server.guest, nvmet)
 
     def test_lossy_link(self, request, pair, nvmet):
         """sroce: NVMe-oF over a link that drops 1% of the packets and
@@ -221,7 +192,7 @@ class TestNvmeRdma:
         this rig, 2% loss on one side: I/O timeouts and 22 reconnects in 10
         minutes, and 16 MiB of fio did not finish.)"""
         sroce_only(pair)
-        t, h = pair.target, pair.host
+        t, h = pair.server.guest, pair.client.guest
         sw = st.Stopwatch()
         netem = "tc qdisc replace dev eth0 root netem loss 1% delay 1ms reorder 5%"
         with st.guest_state(h):
@@ -260,7 +231,7 @@ class TestNvmeRdma:
         6.1 does not listen again by itself after a device removal), the host
         reconnects and fio verifies afterwards."""
         sroce_only(pair)
-        t, h = pair.target, pair.host
+        t, h = pair.server.guest, pair.client.guest
         sw = st.Stopwatch()
         with st.guest_state(h):
             with st.nvme_host(h, nvmet) as host:
@@ -272,7 +243,7 @@ class TestNvmeRdma:
                     wait_for(lambda: host.state() in ("connecting", "resetting"), timeout=60,
                              what="the host to notice")
                     sw.lap("device removed")
-                    st.configure(t, "sroce")
+                    configure(t)
                     nvmet.disable()
                     nvmet.enable()
                     wait_for(lambda: host.state() == "live", timeout=90,
@@ -292,7 +263,7 @@ class TestNvmeRdma:
         has I/O in flight: the controller goes away (its I/O fails), nothing
         hangs or warns, and sroce comes back and connects again."""
         sroce_only(pair)
-        h = pair.host
+        h = pair.client.guest
         sw = st.Stopwatch()
         with st.guest_state(h):
             with st.nvme_host(h, nvmet) as host:
@@ -307,7 +278,7 @@ class TestNvmeRdma:
                     bg.wait(300)
                 finally:
                     bg.kill()
-                st.configure(h, "sroce")
+                configure(h)
             with st.nvme_host(h, nvmet) as host:
                 st.fio_verify(h, devs([host.ns[1]]), FAULT_PATTERNS)
                 sw.lap("fio after")
@@ -322,7 +293,7 @@ def test_iser_io(request, pair):
     """LIO target with a ramdisk and a fileio LUN on an iSER portal; open-iscsi
     discovers and logs in over the iser iface, both LUNs appear as sd disks,
     fio verifies both, logout: the session and the disks are gone."""
-    t, h = pair.target, pair.host
+    t, h = pair.server.guest, pair.client.guest
     sw = st.Stopwatch()
     acl = "/sys/kernel/config/target/iscsi/%s/tpgt_1/acls/%s/info" % (st.ISCSI_IQN,
                                                                        st.initiator_iqn(h))
@@ -351,7 +322,7 @@ def test_nfs_rdma(request, pair):
     drop caches, mount again and read it back; its sha256 matches on the
     client, on the server's export, and after the remount."""
     one_kind(pair)
-    t, h = pair.target, pair.host
+    t, h = pair.server.guest, pair.client.guest
     sw = st.Stopwatch()
     data = st.NFS_MNT + "/data"
     with st.guest_state(t, h) as (ts, hs):
