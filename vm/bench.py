@@ -174,11 +174,9 @@ def main():
                        "mem": a.mem, "reps": a.reps, "results": results}, f, indent=2)
             f.write("\n")
         bad = rig.console_problems()
+    # and what shutting the guests down printed
     bad += rig.bad_console_lines()
-    if bad:
-        print("bench: bad console lines at shutdown:\n  " + "\n  ".join(bad))
-        status = 1
-    return status
+    return status | rigmod.report_console("bench: bad console lines at the end", bad)
 
 
 if __name__ == "__main__":

@@ -713,6 +713,13 @@ class Rig:
         return bad
 
 
+def report_console(title, bad):
+    """Print title and the bad console lines, if there are any: 1 if so, else 0."""
+    if bad:
+        print("%s:\n  %s" % (title, "\n  ".join(bad)))
+    return 1 if bad else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -761,11 +768,8 @@ def main():
                 sys.stderr.write(r.err)
                 if r.rc:
                     status = 1
-        bad = rig.bad_console_lines()
-    if bad:
-        print("rig: bad console lines:\n  " + "\n  ".join(bad))
-        status = 1
-    return status
+    # The whole of every console, shutdown included.
+    return status | report_console("rig: bad console lines", rig.bad_console_lines())
 
 
 if __name__ == "__main__":

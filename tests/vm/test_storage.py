@@ -83,6 +83,38 @@ def counters(g, dev="sroce0"):
     return {k: int(v) for k, v in zip(words[2::2], words[3::2]) if v.isdigit()}
 
 
+@contextlib.contextmanager
+def nvme_session(h, nvmet, sw):
+    """nvme-rdma in guest h connected to nvmet (lap "connect"); afterwards h is left
+    as it was found (st.guest_state)."""
+    with st.guest_state(h), st.nvme_host(h, nvmet) as host:
+        sw.lap("connect")
+        yield host
+
+
+def tx_packets(g):
+    """Packets g's one RDMA device has sent (sroce: tx_packets, rdma_rxe: sent_pkts)."""
+    return int(g.check("cd /sys/class/infiniband/*/ports/1/hw_counters && "
+                       "{ cat tx_packets 2>/dev/null || cat sent_pkts; }"))
+
+
+@contextlib.contextmanager
+def io_during(h, patterns, devices):
+    """fio with patterns on devices in the background in guest h, its I/O flowing
+    (h's device sent 100 packets more since fio started) when the block starts.
+    The block gets fio's Proc; fio is given 300 s to end afterwards (a result
+    the block did not take does not count), then killed."""
+    start = tx_packets(h)
+    bg = h.spawn(patterns.cmd(devices))
+    try:
+        wait_for(lambda: tx_packets(h) > start + 100 or bg.poll() is not None, timeout=60,
+                 interval=0.2, what="fio's I/O to flow")
+        yield bg
+        bg.wait(300)
+    finally:
+        bg.kill()
+
+
 # A lossy link makes every message slow: keep the faults' fio small.
 FAULT_PATTERNS = st.FioPatterns(rand_bytes=scaled(1 * MiB, 4096),
                                 seq_bytes=scaled(2 * MiB, 128 << 10))
@@ -93,13 +125,11 @@ FAULT_PATTERNS = st.FioPatterns(rand_bytes=scaled(1 * MiB, 4096),
 def connect_verify_disconnect(request, h, nvmet):
     """nvme-rdma in guest h: connect, fio-verify both namespaces, disconnect."""
     sw = st.Stopwatch()
-    with st.guest_state(h):
-        with st.nvme_host(h, nvmet) as host:
-            sw.lap("connect")
-            st.fio_verify(h, devs([host.ns[1], host.ns[2]]), PATTERNS)
-            sw.lap("fio")
-            host.disconnect()
-            sw.lap("disconnect")
+    with nvme_session(h, nvmet, sw) as host:
+        st.fio_verify(h, devs([host.ns[1], host.ns[2]]), PATTERNS)
+        sw.lap("fio")
+        host.disconnect()
+        sw.lap("disconnect")
     sw.lap("teardown")
     report(request, sw)
 
@@ -135,16 +165,13 @@ class TestNvmeRdma:
         one_kind(pair)
         h = pair.client.guest
         sw = st.Stopwatch()
-        with st.guest_state(h):
-            with st.nvme_host(h, nvmet) as host:
-                sw.lap("connect")
-                ctrl, ns = host.ctrl, dict(host.ns)
-                assert host.state() == "live"
-                across = devs([ns[2]])
-                bg = h.spawn(PATTERNS.cmd(across))
-                disabled = False
+        with nvme_session(h, nvmet, sw) as host:
+            ctrl, ns = host.ctrl, dict(host.ns)
+            assert host.state() == "live"
+            across = devs([ns[2]])
+            disabled = False
+            with io_during(h, PATTERNS, across) as bg:
                 try:
-                    time.sleep(2)
                     nvmet.disable()
                     disabled = True
                     wait_for(lambda: host.state() in ("connecting", "resetting"), timeout=30,
@@ -163,14 +190,13 @@ class TestNvmeRdma:
                     st.parse_fio(bg.wait(300), PATTERNS.expected(across))
                     sw.lap("fio across outage")
                 finally:
-                    bg.kill()
                     if disabled:
                         nvmet.enable()
-                st.fio_verify(h, devs([ns[1]]), PATTERNS)
-                sw.lap("fio after")
-                log = h.check("dmesg | grep '%s: ' | tail -20" % ctrl)
-                assert "Successfully reconnected" in log, log
-                host.disconnect()
+            st.fio_verify(h, devs([ns[1]]), PATTERNS)
+            sw.lap("fio after")
+            log = h.check("dmesg | grep '%s: ' | tail -20" % ctrl)
+            assert "Successfully reconnected" in log, log
+            host.disconnect()
         sw.lap("teardown")
         report(request, sw)
 
@@ -195,32 +221,30 @@ class TestNvmeRdma:
         t, h = pair.server.guest, pair.client.guest
         sw = st.Stopwatch()
         netem = "tc qdisc replace dev eth0 root netem loss 1% delay 1ms reorder 5%"
-        with st.guest_state(h):
-            with st.nvme_host(h, nvmet) as host:
-                sw.lap("connect")
-                before = [counters(g) for g in (t, h)]
-                resets = dmesg_count(h, r"%s: \(Reconnecting\|resetting\|Removing\)"
-                                     % host.ctrl)
-                try:
-                    for g in (t, h):
-                        g.check(netem)
-                    st.fio_verify(h, devs([host.ns[1]]), FAULT_PATTERNS, timeout=600)
-                    sw.lap("fio over loss")
-                    dropped = sum(int(x) for g in (t, h) for x in re.findall(
-                        r"dropped (\d+)", g.check("tc -s qdisc show dev eth0")))
-                finally:
-                    for g in (t, h):
-                        g.run("tc qdisc del dev eth0 root; true")
-                after = [counters(g) for g in (t, h)]
-                assert host.state() == "live"
-                assert dmesg_count(h, r"%s: \(Reconnecting\|resetting\|Removing\)"
-                                   % host.ctrl) == resets, "the controller reset"
-                delta = {k: sum(a[k] - b[k] for a, b in zip(after, before))
-                         for k in ("retry", "seq_nak_rcvd", "seq_nak_sent", "dup_req")}
-                assert dropped > 0, "netem dropped nothing"
-                assert delta["seq_nak_sent"] + delta["retry"] > 0, delta
-                sys.stderr.write("\nlossy link: %d packets dropped, %r\n" % (dropped, delta))
-                host.disconnect()
+        with nvme_session(h, nvmet, sw) as host:
+            before = [counters(g) for g in (t, h)]
+            resets = dmesg_count(h, r"%s: \(Reconnecting\|resetting\|Removing\)"
+                                 % host.ctrl)
+            try:
+                for g in (t, h):
+                    g.check(netem)
+                st.fio_verify(h, devs([host.ns[1]]), FAULT_PATTERNS, timeout=600)
+                sw.lap("fio over loss")
+                dropped = sum(int(x) for g in (t, h) for x in re.findall(
+                    r"dropped (\d+)", g.check("tc -s qdisc show dev eth0")))
+            finally:
+                for g in (t, h):
+                    g.run("tc qdisc del dev eth0 root; true")
+            after = [counters(g) for g in (t, h)]
+            assert host.state() == "live"
+            assert dmesg_count(h, r"%s: \(Reconnecting\|resetting\|Removing\)"
+                               % host.ctrl) == resets, "the controller reset"
+            delta = {k: sum(a[k] - b[k] for a, b in zip(after, before))
+                     for k in ("retry", "seq_nak_rcvd", "seq_nak_sent", "dup_req")}
+            assert dropped > 0, "netem dropped nothing"
+            assert delta["seq_nak_sent"] + delta["retry"] > 0, delta
+            sys.stderr.write("\nlossy link: %d packets dropped, %r\n" % (dropped, delta))
+            host.disconnect()
         sw.lap("teardown")
         report(request, sw)
 
@@ -233,28 +257,22 @@ class TestNvmeRdma:
         sroce_only(pair)
         t, h = pair.server.guest, pair.client.guest
         sw = st.Stopwatch()
-        with st.guest_state(h):
-            with st.nvme_host(h, nvmet) as host:
-                sw.lap("connect")
-                bg = h.spawn(FAULT_PATTERNS.cmd(devs([host.ns[2]])))
-                try:
-                    time.sleep(3)
-                    t.check("rdma link del sroce0", timeout=120)
-                    wait_for(lambda: host.state() in ("connecting", "resetting"), timeout=60,
-                             what="the host to notice")
-                    sw.lap("device removed")
-                    configure(t)
-                    nvmet.disable()
-                    nvmet.enable()
-                    wait_for(lambda: host.state() == "live", timeout=90,
-                             what="the host to reconnect")
-                    sw.lap("reconnected")
-                    bg.wait(300)    # spanned the outage: its result does not count
-                finally:
-                    bg.kill()
-                st.fio_verify(h, devs([host.ns[1], host.ns[2]]), FAULT_PATTERNS)
-                sw.lap("fio after")
-                host.disconnect()
+        with nvme_session(h, nvmet, sw) as host:
+            with io_during(h, FAULT_PATTERNS, devs([host.ns[2]])):
+                t.check("rdma link del sroce0", timeout=120)
+                wait_for(lambda: host.state() in ("connecting", "resetting"), timeout=60,
+                         what="the host to notice")
+                sw.lap("device removed")
+                configure(t)
+                nvmet.disable()
+                nvmet.enable()
+                wait_for(lambda: host.state() == "live", timeout=90,
+                         what="the host to reconnect")
+                sw.lap("reconnected")
+            # fio spanned the outage: its result does not count
+            st.fio_verify(h, devs([host.ns[1], host.ns[2]]), FAULT_PATTERNS)
+            sw.lap("fio after")
+            host.disconnect()
         sw.lap("teardown")
         report(request, sw)
 
@@ -268,16 +286,11 @@ class TestNvmeRdma:
         with st.guest_state(h):
             with st.nvme_host(h, nvmet) as host:
                 sw.lap("connect")
-                bg = h.spawn(FAULT_PATTERNS.cmd(devs([host.ns[1]])))
-                try:
-                    time.sleep(3)
+                with io_during(h, FAULT_PATTERNS, devs([host.ns[1]])):
                     h.check("rdma link del sroce0 && modprobe -r sroce", timeout=120)
                     sw.lap("removed")
                     wait_for(lambda: not st.nvme_controllers(h, nvmet.nqn), timeout=60,
                              what="the controller to go")
-                    bg.wait(300)
-                finally:
-                    bg.kill()
                 configure(h)
             with st.nvme_host(h, nvmet) as host:
                 st.fio_verify(h, devs([host.ns[1]]), FAULT_PATTERNS)
