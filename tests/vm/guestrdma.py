@@ -66,12 +66,13 @@ def wait_for(fn, timeout=20, interval=0.3, what="condition"):
 
 def unload_all_rdma_links(g):
     """Remove every RDMA link and unload sroce and rdma_rxe, so a test starts clean."""
-    g.run("for d in $(rdma -j link show 2>/dev/null | python3 -c "
-          "'import json,sys; print(\" \".join(sorted({l[\"ifname\"] for l in json.load(sys.stdin)})))'); "
-          "do rdma link del $d; done; "
-          "modprobe -r sroce 2>/dev/null; modprobe -r rdma_rxe 2>/dev/null; true", timeout=120)
-    left = g.run("lsmod | grep -E '^(sroce|rdma_rxe) '").out
-    assert left == "", "%s: modules still loaded: %s" % (g.name, left)
+    # "link sroce0/1 state ACTIVE ..." per port: every device once. Its stdout
+    # is lsmod's: the modules still loaded.
+    r = g.run("for d in $(rdma link show 2>/dev/null | awk '$1 == \"link\" "
+              "{ sub(\"/.*\", \"\", $2); print $2 }' | sort -u); do rdma link del $d; done; "
+              "modprobe -r sroce 2>/dev/null; modprobe -r rdma_rxe 2>/dev/null; "
+              "lsmod | grep -E '^(sroce|rdma_rxe) '; true", timeout=120)
+    assert r.out == "", "%s: modules still loaded: %s" % (g.name, r.out)
 
 
 def add_link(g, name="sroce0", netdev="eth0", kind="sroce"):
@@ -148,11 +149,12 @@ def configure(g, kind="sroce", families=FAMILIES):
 def console_guard(rig, what):
     """Fail (AssertionError) if a guest console shows a kernel problem during the
     block: for fixtures' setup and teardown and for runs whose results several
-    tests share, which the per-test check of conftest.py does not pin down."""
+    tests share, which the per-test check of conftest.py does not pin down.
+    Problems that reached the consoles since the last check fail it too."""
+    bad = ["(before it) " + ln for ln in rig.bad_console_lines()]
     rig.mark_consoles()
     yield
-    bad = rig.bad_console_lines(sync=True)
-    rig.mark_consoles()
+    bad += rig.console_problems()
     assert not bad, "guest console shows kernel problems while %s:\n%s" % (what, "\n".join(bad))
 
 
