@@ -43,6 +43,9 @@ def test_teardown_under_traffic(rig, how):
         elif how == "rmmod":
             g0.check("rdma link del sroce0 && modprobe -r sroce", timeout=120)
         else:
+            # The flap must not take the guest's IPv6 address with it (later
+            # suites use its GID).
+            g0.check("sysctl -qw net.ipv6.conf.eth0.keep_addr_on_down=1")
             stalled = _stalled(g0)
             g0.check("ip link set eth0 down", timeout=60)
             # Up again once the device has seen the netdev go down (its port
