@@ -531,14 +531,13 @@ class Guest:
         then in the file too (the console prints the log in order). Returns the
         file offset just past the marker's line; RigError if it never shows."""
         self.sync_seq += 1
-        tag = ("sroce-rig console sync %s.%d.%d" % (self.name, os.getpid(),
-                                                    self.sync_seq)).encode()
+        tag = "sroce-rig console sync %s.%d.%d" % (self.name, os.getpid(), self.sync_seq)
         start = self.console_mark
-        self.check("echo '<4>%s' > /dev/kmsg" % tag.decode(), timeout=timeout)
+        self.check("echo '<4>%s' > /dev/kmsg" % tag, timeout=timeout)
         deadline = time.time() + timeout
         while True:
             data = self.console_bytes(start)
-            i = data.find(tag)
+            i = data.find(tag.encode())
             if i >= 0:
                 nl = data.find(b"\n", i)
                 if nl >= 0:
