@@ -24,13 +24,14 @@ import os
 import re
 import statistics
 import sys
-import time
 
+# The guest-side RDMA helpers are the VM suites' own (tests/vm/guestrdma.py).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import rig as rigmod  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "tests", "vm"))
+import guestrdma  # noqa: E402
+from guestrdma import DEVNAME, rigmod  # noqa: E402
 
-DEV = {"sroce": "sroce0", "rxe": "rxe0"}
-PORT = 18515
 BW_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$", re.M)
 LAT_ROW = re.compile(r"^\s*(\d+)\s+(\d+)" + r"\s+([\d.]+)" * 7, re.M)
 
@@ -45,59 +46,13 @@ def first_error(r):
                             " / ".join(lines[:3]) or "no output")
 
 
-def unload_all(g):
-    g.run("for d in $(rdma -j link show 2>/dev/null | python3 -c "
-          "'import json,sys; print(\" \".join(sorted({l[\"ifname\"] for l in json.load(sys.stdin)})))'); "
-          "do rdma link del $d; done; "
-          "modprobe -r sroce 2>/dev/null; modprobe -r rdma_rxe 2>/dev/null; true", timeout=120)
-
-
-def ipv4_gid(g, dev, timeout=30):
-    """Index of the RoCE v2 GID holding the guest's IPv4 address (IPv4-mapped)."""
-    want = "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x" % tuple(
-        int(x) for x in g.ip4.split("."))
-    end = time.time() + timeout
-    while time.time() < end:
-        out = g.run("cd /sys/class/infiniband/%s/ports/1 && for f in $(grep -lx %s gids/* "
-                    "2>/dev/null); do i=${f##*/}; echo $i $(cat gid_attrs/types/$i); done"
-                    % (dev, want)).out
-        for line in out.splitlines():
-            if line.endswith("RoCE v2"):
-                return int(line.split()[0])
-        time.sleep(0.5)
-    raise BenchError("%s: no RoCE v2 GID for %s on %s" % (g.name, g.ip4, dev))
-
-
 def configure(rig, kind):
-    """Both guests: remove every RDMA link, add DEV[kind] on eth0; {guest: gid}."""
-    for g in rig.guests:
-        unload_all(g)
-    gids = {}
-    for g in rig.guests:
-        cmd = ("modprobe rdma_rxe && " if kind == "rxe" else "") + \
-            "rdma link add %s type %s netdev eth0" % (DEV[kind], kind)
-        r = g.run(cmd, timeout=60)
-        if not r.ok:
-            raise BenchError("%s: %s: %s" % (g.name, cmd, first_error(r)))
-        gids[g.index] = ipv4_gid(g, DEV[kind])
-    return gids
-
-
-def client_server(server, server_cmd, client, client_cmd, timeout):
-    """Server in the background, client once the server listens; both Results."""
-    srv = server.spawn(server_cmd)
+    """Both guests: every RDMA link removed, DEVNAME[kind] added on eth0; {guest: gid}."""
     try:
-        end = time.time() + 60
-        while not server.run("ss -Hltn 'sport = :%d'" % PORT, timeout=30).out.strip():
-            if srv.poll() is not None or time.time() > end:
-                return srv.wait(5), rigmod.Result(client_cmd, -1, "", "server never listened")
-            time.sleep(0.3)
-        cli = client.run(client_cmd, timeout=timeout)
-        return srv.wait(timeout if cli.ok else 15), cli
-    finally:
-        if srv.result is None:
-            srv.kill()
-            srv.wait(10)
+        return {g.index: guestrdma.configure(g, kind, families=("ipv4",)).gid["ipv4"]
+                for g in rig.guests}
+    except AssertionError as e:
+        raise BenchError(str(e))
 
 
 def main():
@@ -151,14 +106,14 @@ def main():
                     if name in res["errors"]:
                         continue
                     prog, flags = base.split(" ", 1)
-                    scmd = "%s -d %s -x %d %s" % (prog, DEV[kind], gids[0], flags)
-                    ccmd = "%s -d %s -x %d %s %s" % (prog, DEV[kind], gids[1], flags, srv.ip4)
+                    scmd = "%s -d %s -x %d %s" % (prog, DEVNAME[kind], gids[0], flags)
+                    ccmd = "%s -d %s -x %d %s %s" % (prog, DEVNAME[kind], gids[1], flags, srv.ip4)
                     if name not in res["commands"]:
                         res["commands"][name] = {"server (g0)": scmd, "client (g1)": ccmd}
                         print("  g0$ %s\n  g1$ %s" % (scmd, ccmd), flush=True)
                     log = os.path.join(rig.outdir, "%s-%s-%d.log" % (kind, name, rep + 1))
                     try:
-                        s, c = client_server(srv, scmd, cli, ccmd, a.timeout)
+                        s, c = guestrdma.client_server(srv, scmd, cli, ccmd, timeout=a.timeout)
                         with open(log, "w") as f:
                             for who, r in (("server g0", s), ("client g1", c)):
                                 f.write("==== %s: %s (rc=%s)\n%s%s" % (who, r.cmd, r.rc, r.out, r.err))
@@ -178,14 +133,17 @@ def main():
                     res["runs"][name].append(v)
                     print("  %s: %g %s%s" % (name, v, unit, "   <- zero? see " + log if v == 0 else ""),
                           flush=True)
-                bad = rig.bad_console_lines()
-                rig.mark_consoles()
+                bad = rig.console_problems()
                 if bad:
                     res.setdefault("bad_console", []).extend(bad)
                     status = 1
                     print("  bad guest console lines:\n    " + "\n    ".join(bad))
         for g in rig.guests:
-            unload_all(g)
+            try:
+                guestrdma.unload_all_rdma_links(g)
+            except AssertionError as e:
+                print("bench: %s" % e)
+                status = 1
         print("\nhost load average at end: %.2f %.2f %.2f" % os.getloadavg())
 
         print("summary (median of %d; server in g0, client in g1 with %s appended)" %
@@ -215,11 +173,10 @@ def main():
             json.dump({"kver": rig.kver, "accel": "kvm" if rig.kvm else "tcg", "smp": a.smp,
                        "mem": a.mem, "reps": a.reps, "results": results}, f, indent=2)
             f.write("\n")
-        bad = rig.bad_console_lines()
-    if bad:
-        print("bench: bad console lines at shutdown:\n  " + "\n  ".join(bad))
-        status = 1
-    return status
+        bad = rig.console_problems()
+    # and what shutting the guests down printed
+    bad += rig.bad_console_lines()
+    return status | rigmod.report_console("bench: bad console lines at the end", bad)
 
 
 if __name__ == "__main__":

@@ -359,6 +359,7 @@ class Guest:
         self.next_id = 1
         self.lock = threading.Lock()
         self.console_mark = 0
+        self.sync_seq = 0
 
     # -- lifecycle
     def launch(self, netdev_args):
@@ -500,20 +501,51 @@ class Guest:
         return Proc(self, r["handle"], cmd)
 
     # -- evidence
-    def console_text(self, start=0):
+    def console_bytes(self, start=0, end=None):
+        """The console log from byte start (to byte end)."""
         try:
             with open(self.console, "rb") as f:
                 f.seek(start)
-                return f.read().decode(errors="replace")
+                return f.read() if end is None else f.read(max(0, end - start))
         except OSError:
-            return ""
+            return b""
 
-    def mark_console(self):
-        self.console_mark = os.path.getsize(self.console) if os.path.exists(self.console) else 0
+    def console_text(self, start=0, end=None):
+        return self.console_bytes(start, end).decode(errors="replace")
 
-    def bad_console_lines(self, start=None):
-        text = self.console_text(self.console_mark if start is None else start)
+    def mark_console(self, offset=None):
+        """Look for problems from here on (default: the console's current end)."""
+        if offset is None:
+            offset = os.path.getsize(self.console) if os.path.exists(self.console) else 0
+        self.console_mark = offset
+
+    def bad_console_lines(self, start=None, end=None):
+        """Problem lines between start (default: the mark) and end (default: now)."""
+        text = self.console_text(self.console_mark if start is None else start, end)
         return [ln for ln in text.splitlines() if BAD_CONSOLE.search(ln)]
+
+    def sync_console(self, timeout=10):
+        """Prove that console.log has caught up with the kernel: log a unique marker
+        through /dev/kmsg at a level the console prints (loglevel=5 shows 0-4), and
+        wait until it is in the file. Everything the kernel logged before it is
+        then in the file too (the console prints the log in order). Returns the
+        file offset just past the marker's line; RigError if it never shows."""
+        self.sync_seq += 1
+        tag = "sroce-rig console sync %s.%d.%d" % (self.name, os.getpid(), self.sync_seq)
+        start = self.console_mark
+        self.check("echo '<4>%s' > /dev/kmsg" % tag, timeout=timeout)
+        deadline = time.time() + timeout
+        while True:
+            data = self.console_bytes(start)
+            i = data.find(tag.encode())
+            if i >= 0:
+                nl = data.find(b"\n", i)
+                if nl >= 0:
+                    return start + nl + 1
+            if time.time() > deadline:
+                raise RigError("%s: console sync marker not in %s after %d s" %
+                               (self.name, self.console, timeout))
+            time.sleep(0.02)
 
     def collect_dmesg(self):
         try:
@@ -648,10 +680,43 @@ class Rig:
             g.mark_console()
 
     def bad_console_lines(self):
+        """Problem lines since the marks, as far as the console files hold them now."""
         bad = []
         for g in self.guests:
             bad += ["%s: %s" % (g.name, ln) for ln in g.bad_console_lines()]
         return bad
+
+    def console_problems(self):
+        """Problem lines from the marks up to a sync marker (Guest.sync_console, in
+        all guests at once), then mark every console past its marker: what the
+        kernel logged until now, and only that, is judged. A guest whose console
+        cannot be synced is a problem line itself."""
+        ends, errors = {}, {}
+
+        def sync(g):
+            try:
+                ends[g.name] = g.sync_console()
+            except (RigError, OSError) as e:
+                errors[g.name] = str(e)
+        threads = [threading.Thread(target=sync, args=(g,)) for g in self.guests]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        bad = []
+        for g in self.guests:
+            bad += ["%s: %s" % (g.name, ln) for ln in g.bad_console_lines(end=ends.get(g.name))]
+            if g.name in errors:
+                bad.append("%s: %s" % (g.name, errors[g.name]))
+            g.mark_console(ends.get(g.name))
+        return bad
+
+
+def report_console(title, bad):
+    """Print title and the bad console lines, if there are any: 1 if so, else 0."""
+    if bad:
+        print("%s:\n  %s" % (title, "\n  ".join(bad)))
+    return 1 if bad else 0
 
 
 def main():
@@ -702,11 +767,8 @@ def main():
                 sys.stderr.write(r.err)
                 if r.rc:
                     status = 1
-        bad = rig.bad_console_lines()
-    if bad:
-        print("rig: bad console lines:\n  " + "\n  ".join(bad))
-        status = 1
-    return status
+    # The whole of every console, shutdown included.
+    return status | report_console("rig: bad console lines", rig.bad_console_lines())
 
 
 if __name__ == "__main__":

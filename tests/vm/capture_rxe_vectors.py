@@ -14,34 +14,17 @@ dissector (tshark on the host), not from our own parser, so the unit test
 checks our decoder and ICRC against an independent reading of the packets.
 """
 import os
-import signal
 import struct
 import subprocess
 import sys
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO, "vm"))
+import guestrdma
+from guestrdma import REPO, rigmod
+
 OUTDIR = os.path.join(REPO, "build", "vm", "capture")
 VECTORS = os.path.join(REPO, "tests", "unit", "vectors", "rxe_packets.inc")
 SERVER_IP = "10.99.0.1"
-
-
-def gid_index(g, dev, ipv6=False):
-    """Index of the RoCE v2 GID for the guest's link address (IPv4-mapped or IPv6)."""
-    import ipaddress
-    want = ipaddress.ip_address(g.ip6 if ipv6 else g.ip4)
-    out = g.check("cd /sys/class/infiniband/%s/ports/1 && grep -H . gid_attrs/types/* "
-                  "2>/dev/null | while IFS=: read -r f t; do i=${f##*/}; "
-                  "echo $i $(cat gids/$i) $t; done" % dev)
-    for line in out.splitlines():
-        parts = line.split(maxsplit=2)
-        if len(parts) < 3 or "v2" not in parts[2]:
-            continue
-        addr = ipaddress.ip_address(parts[1])
-        if (ipv6 and addr == want) or (not ipv6 and addr.ipv4_mapped == want):
-            return int(parts[0])
-    raise RuntimeError("no RoCE v2 GID for %s:\n%s" % (want, out))
 
 
 # name, server command, client command ({g} = GID index, {srv} = server IP)
@@ -74,15 +57,10 @@ RUNS = [
 
 
 def capture():
-    import rig as rigmod
     with rigmod.Rig(guests=2, outdir=OUTDIR) as rig:
         g0, g1 = rig[0], rig[1]
-        for g in (g0, g1):
-            g.check("modprobe rdma_rxe && rdma link add rxe0 type rxe netdev eth0", timeout=120)
-        time.sleep(3)
-        idx = {}
-        for v6 in (False, True):
-            idx[v6] = (gid_index(g0, "rxe0", v6), gid_index(g1, "rxe0", v6))
+        sides = [guestrdma.configure(g, "rxe") for g in (g0, g1)]
+        idx = {v6: tuple(s.gid["ipv6" if v6 else "ipv4"] for s in sides) for v6 in (False, True)}
         print("gid indexes:", idx, flush=True)
         only = set(sys.argv[2:])
         for name, scmd, ccmd, v6 in RUNS:
@@ -97,14 +75,9 @@ def capture():
                 if "Capturing on" in g0.run("cat /tmp/cap.log").out:
                     break
                 time.sleep(0.5)
-            srv = g0.spawn(scmd.format(g=idx[v6][0], srv=SERVER_IP))
-            time.sleep(5)
-            for _ in range(3):
-                cli = g1.run(ccmd.format(g=idx[v6][1], srv=SERVER_IP), timeout=120)
-                if cli.ok or "Couldn't connect" not in cli.out + cli.err:
-                    break
-                time.sleep(3)
-            s = srv.wait(60)
+            s, cli = guestrdma.client_server(g0, scmd.format(g=idx[v6][0], srv=SERVER_IP),
+                                             g1, ccmd.format(g=idx[v6][1], srv=SERVER_IP),
+                                             timeout=120)
             time.sleep(1)
             g0.run("kill -INT $(cat /tmp/cap.pid); for i in $(seq 50); do "
                    "kill -0 $(cat /tmp/cap.pid) 2>/dev/null || break; sleep 0.2; done")
@@ -115,7 +88,7 @@ def capture():
                 print("  client:", cli.out[-400:], cli.err[-400:])
                 print("  server:", s.out[-400:], s.err[-400:])
         for g in (g0, g1):
-            g.run("rdma link del rxe0; modprobe -r rdma_rxe", timeout=60)
+            guestrdma.unload_all_rdma_links(g)
         bad = rig.bad_console_lines()
         if bad:
             print("bad console lines:\n" + "\n".join(bad))

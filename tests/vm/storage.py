@@ -13,9 +13,7 @@ import re
 import shlex
 import time
 
-from conftest import add_link, gid_index, unload_all_rdma_links, wait_for
-
-DEVNAME = {"sroce": "sroce0", "rxe": "rxe0"}
+from guestrdma import wait_for
 
 NVME_NQN = "nqn.2026-01.org.example:sroce-nvme"
 NVME_PORT = 4420
@@ -34,25 +32,6 @@ def host_id(g):
 
 def initiator_iqn(g):
     return "iqn.2026-01.org.example:sroce-%s" % g.name
-
-
-# ------------------------------------------------------------ RDMA device of a kind
-
-def configure(g, kind):
-    """Leave g with exactly one RDMA device of kind on eth0 and its IPv4 RoCE v2
-    GID in place (rdma_cm resolves the peer's IP to that GID)."""
-    unload_all_rdma_links(g)
-    if kind == "rxe":
-        g.check("modprobe rdma_rxe")
-    dev = add_link(g, DEVNAME[kind], "eth0", kind)
-
-    def gid():
-        try:
-            return gid_index(g, dev)
-        except AssertionError:
-            return None
-    wait_for(lambda: gid() is not None, timeout=30, what="IPv4 RoCE v2 GID on %s" % dev)
-    return dev
 
 
 # ------------------------------------------------------------ guest state

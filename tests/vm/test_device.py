@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import TOOLS, add_link, sysfs, unload_all_rdma_links, wait_for
+from guestrdma import TOOLS, add_link, sysfs, unload_all_rdma_links, wait_for
 
 
 @pytest.fixture

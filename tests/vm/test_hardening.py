@@ -20,8 +20,8 @@ import time
 
 import pytest
 
-from conftest import (TOOLS, add_link, client_server, gid_index, listening,
-                      unload_all_rdma_links, wait_for)
+from guestrdma import (TOOLS, client_server, configure, gid_index, listening,
+                       unload_all_rdma_links, wait_for)
 
 OBJECTS = TOOLS + "/sroce-objects-test"
 RDMA_TEST = TOOLS + "/sroce-rdma-test"
@@ -32,8 +32,7 @@ HARDEN_CASES = ["oversize", "recv_after_err", "srq_pd", "destroy_self",
 @pytest.fixture(scope="module")
 def pair(rig):
     for g in rig.guests:
-        unload_all_rdma_links(g)
-        add_link(g)
+        configure(g)
     yield rig.guests
     for g in rig.guests:
         g.set_netem("")

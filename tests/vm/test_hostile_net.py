@@ -24,7 +24,8 @@ import time
 
 import pytest
 
-from conftest import TOOLS, add_link, client_server, unload_all_rdma_links, wait_for
+from guestrdma import (TOOLS, add_link, client_server, cm_listening, unload_all_rdma_links,
+                       wait_for)
 
 PKTGEN = TOOLS + "/sroce-pktgen"
 VICTIM = TOOLS + "/sroce-victim"
@@ -164,9 +165,19 @@ def attack(g1, g0, mode, n=1, v=None, psn=None, src=None, extra="", interval=100
     return int(m.group(1))
 
 
-def settle(g, seconds=1.0):
-    time.sleep(seconds)
-    return counters(g)
+def settle(g, before=None, counter=None, n=0, seconds=1.0):
+    """g's counters once the packets sent to it have been dealt with: once counter
+    has grown by n since before (the test then judges by how much it grew; 10 s
+    at most), or, with no counter to tell, after seconds."""
+    if counter is None:
+        time.sleep(seconds)
+        return counters(g)
+    end = time.time() + 10
+    while True:
+        c = counters(g)
+        if grew(before, c, counter) >= n or time.time() > end:
+            return c
+        time.sleep(0.1)
 
 
 def loopback_ok(g, checks):
@@ -225,7 +236,7 @@ def test_a_uc_write_from_non_peer_address(net, victims):
     sent += attack(g1, g0, "uc_write", 1, v, v.rq_psn + 1, src=spoof, extra="--payload-len 256")
     sent += attack(g1, g0, "uc_write", 1, v, v.rq_psn + 2, src=SPOOF6, v6=True,
                    extra="--payload-len 256 --va %d" % (v.va + 4096))   # its own bytes
-    after = settle(g0)
+    after = settle(g0, before, "rx_drop_peer", sent)
     v.go()
     out = v.finish()
     c.note(out.strip())
@@ -246,7 +257,7 @@ def test_b_rc_write_from_non_peer_address(net, victims):
     sent = attack(g1, g0, "rc_write_only", 1, v, v.rq_psn, src=alt, extra="--payload-len 256")
     sent += attack(g1, g0, "rc_write_only", 1, v, v.rq_psn + 1, src=spoof,
                    extra="--payload-len 256")
-    after = settle(g0)
+    after = settle(g0, before, "rx_drop_peer", sent)
     v.go()
     out = v.finish()
     c.note(out.strip())
@@ -266,7 +277,7 @@ def test_c_wrong_pkey_from_peer(net, victims):
     v = start(victims, g0, "c", "rc", g1.ip4, ["wait /tmp/hv-c-go", "check", "state", "exit"])
     before = counters(g0)
     sent = attack(g1, g0, "rc_write_only", 2, v, v.rq_psn, extra="--pkey 0x1234 --payload-len 128")
-    after = settle(g0)
+    after = settle(g0, before, "rx_drop_pkey", sent)
     v.go()
     out = v.finish()
     c.note(out.strip())
@@ -288,60 +299,56 @@ def sender(victims, g0, g1, tag, tail):
     return v
 
 
+def attacked_sender(net, victims, tag, tail, mode, psn_offset, counter, src=None):
+    """A sender() victim, hit by one packet of mode for PSN sq_psn + psn_offset (from
+    src): (the victim's output, packets sent, how much counter grew)."""
+    g0, g1 = net[:2]
+    v = sender(victims, g0, g1, tag, tail)
+    before = counters(g0)
+    sent = attack(g1, g0, mode, 1, v, v.sq_psn + psn_offset, src=src)
+    after = settle(g0, before, counter, sent)
+    v.go()
+    out = v.finish()
+    return out, sent, grew(before, after, counter)
+
+
 def test_d1_spoofed_ack_from_non_peer(net, victims):
     """An ACK for the victim's outstanding SENDs from a non-peer address must
     not complete them; rx_drop_peer counts it."""
-    g0, g1, alt, _ = net
     c = Checks("spoofed ACK from a non-peer address")
-    v = sender(victims, g0, g1, "d1", ["poll 2000", "state", "exit"])
-    before = counters(g0)
-    sent = attack(g1, g0, "ack", 1, v, v.sq_psn + 3, src=alt)
-    after = settle(g0, 0.5)
-    v.go()
-    out = v.finish()
+    out, sent, dropped = attacked_sender(net, victims, "d1", ["poll 2000", "state", "exit"],
+                                         "ack", 3, "rx_drop_peer", src=net[2])
     c.note(out.strip())
     ok = [w for w in completions(out) if w[0] == "IBV_WC_SUCCESS"]
     c.expect(not ok, "%d SENDs completed successfully on a spoofed ACK" % len(ok))
-    c.expect(grew(before, after, "rx_drop_peer") == sent,
-             "rx_drop_peer grew by %d, not %d" % (grew(before, after, "rx_drop_peer"), sent))
+    c.expect(dropped == sent, "rx_drop_peer grew by %d, not %d" % (dropped, sent))
     c.done()
 
 
 def test_d2_spoofed_nak_from_non_peer(net, victims):
     """A remote-access NAK from a non-peer address must not move the QP to ERR."""
-    g0, g1, alt, _ = net
     c = Checks("spoofed NAK from a non-peer address")
-    v = sender(victims, g0, g1, "d2", ["sleep 300", "state", "poll 300", "exit"])
-    before = counters(g0)
-    sent = attack(g1, g0, "nak_access", 1, v, v.sq_psn, src=alt)
-    after = settle(g0, 0.5)
-    v.go()
-    out = v.finish()
+    out, sent, dropped = attacked_sender(net, victims, "d2",
+                                         ["sleep 300", "state", "poll 300", "exit"],
+                                         "nak_access", 0, "rx_drop_peer", src=net[2])
     c.note(out.strip())
     c.expect(states(out) == ["RTS"], "QP state after the spoofed NAK: %s, not RTS" % states(out))
     bad = [w for w in completions(out) if w[0] == "IBV_WC_REM_ACCESS_ERR"]
     c.expect(not bad, "a SEND failed with REM_ACCESS_ERR on the spoofed NAK")
-    c.expect(grew(before, after, "rx_drop_peer") == sent,
-             "rx_drop_peer grew by %d, not %d" % (grew(before, after, "rx_drop_peer"), sent))
+    c.expect(dropped == sent, "rx_drop_peer grew by %d, not %d" % (dropped, sent))
     c.done()
 
 
 def test_d3_ack_beyond_sent_psn_from_peer(net, victims):
     """An ACK from the peer's own address for a PSN never sent (sq_psn + 1000)
     completes nothing; rx_drop_psn counts it."""
-    g0, g1, _, _ = net
     c = Checks("ACK for a PSN beyond anything sent")
-    v = sender(victims, g0, g1, "d3", ["poll 2000", "state", "exit"])
-    before = counters(g0)
-    sent = attack(g1, g0, "ack", 1, v, v.sq_psn + 1000)
-    after = settle(g0, 0.5)
-    v.go()
-    out = v.finish()
+    out, sent, dropped = attacked_sender(net, victims, "d3", ["poll 2000", "state", "exit"],
+                                         "ack", 1000, "rx_drop_psn")
     c.note(out.strip())
     ok = [w for w in completions(out) if w[0] == "IBV_WC_SUCCESS"]
     c.expect(not ok, "%d SENDs completed successfully on an ACK beyond the sent PSNs" % len(ok))
-    c.expect(grew(before, after, "rx_drop_psn") >= sent,
-             "rx_drop_psn grew by %d, not %d" % (grew(before, after, "rx_drop_psn"), sent))
+    c.expect(dropped >= sent, "rx_drop_psn grew by %d, not %d" % (dropped, sent))
     c.done()
 
 
@@ -358,7 +365,7 @@ def test_h_uc_bad_rkey_then_valid_write(net, victims):
     before = counters(g0)
     sent = attack(g1, g0, "uc_write", 1, v, v.rq_psn,
                   extra="--rkey %d --payload-len 256" % (v.rkey ^ 0x5a5a00))
-    after = settle(g0)
+    after = settle(g0, before, "rx_drop_uc", sent)
     v.go()
     v.wait_file("checked")
     attack(g1, g0, "uc_write", 1, v, v.rq_psn + 1, extra="--payload-len 256")
@@ -471,16 +478,6 @@ def test_l_transmit_refused_for_good_fails_the_wqe(net, victims):
     c.expect(not any(w[0] == "IBV_WC_SUCCESS" for w in wcs), "a SEND that never left succeeded")
     c.done()
 
-def cm_listening(g, port):
-    out = g.run("rdma -j res show cm_id", timeout=30).out.strip()
-    try:
-        ids = json.loads(out) if out else []
-    except ValueError:
-        return False
-    return any(i.get("state") == "LISTEN" and
-               i.get("src-addr", "").rsplit(":", 1)[-1] == str(port) for i in ids)
-
-
 def rping(g0, g1, count):
     """rping server in guest 0, client in guest 1 (count pings, bounded)."""
     flags = "-a %s -p %d -C %d -v" % (g0.ip4, RPING_PORT, count)
@@ -503,7 +500,7 @@ def test_e_gsi_flood_then_rdma_cm(net):
             pytest.fail("rping does not work even before the flood: %r / %r" % (s, cl))
         before = counters(g0)
         sent = attack(g1, g0, "gsi_flood", 600, interval=0, extra="--payload-len 300")
-        after = settle(g0)
+        after = settle(g0, before, "rx_drop_ud_len", sent)
         c.note("counters grew: %s" % {k: after[k] - before.get(k, 0) for k in after
                                       if after[k] != before.get(k, 0)})
         s, cl = rping(g0, g1, 3)

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import TOOLS, add_link, unload_all_rdma_links, wait_for
+from guestrdma import TOOLS, add_link, unload_all_rdma_links
 
 PKTGEN = TOOLS + "/sroce-pktgen"
 COUNTERS = "/sys/class/infiniband/sroce0/ports/1/hw_counters"

@@ -6,14 +6,13 @@ import json
 
 import pytest
 
-from conftest import TOOLS, add_link, client_server, gid_index, unload_all_rdma_links
+from guestrdma import TOOLS, client_server, configure, gid_index, unload_all_rdma_links
 
 
 @pytest.fixture
 def g0(rig):
     g = rig[0]
-    unload_all_rdma_links(g)
-    add_link(g)
+    configure(g)
     yield g
     unload_all_rdma_links(g)
 
@@ -69,8 +68,7 @@ def test_scribbled_wq_rings_hurt_only_the_process(g0, rig):
     behind, and the device still carries traffic between the guests afterwards.
     Every part runs even when an earlier one failed; the test fails at the end."""
     g1 = rig[1]
-    unload_all_rdma_links(g1)
-    add_link(g1)
+    peer = configure(g1)
     problems = []
     try:
         qps_before = qp_numbers(g0)
@@ -96,10 +94,9 @@ def test_scribbled_wq_rings_hurt_only_the_process(g0, rig):
                             % (left, qps_before))
 
         # the device still carries traffic between the guests
-        def cmd(g, host=""):
-            return "ibv_rc_pingpong -d sroce0 -i 1 -g %d -c -n 10 %s" % (
-                gid_index(g, "sroce0"), host)
-        s, c = client_server(g0, cmd(g0), g1, cmd(g1, g0.ip4), timeout=60)
+        def cmd(gid, host=""):
+            return "ibv_rc_pingpong -d sroce0 -i 1 -g %d -c -n 10 %s" % (gid, host)
+        s, c = client_server(g0, cmd(gidx), g1, cmd(peer.gid["ipv4"], g0.ip4), timeout=60)
         for who, x in (("server", s), ("client", c)):
             if not x.ok or "10 iters in" not in x.out or "invalid data" in x.out + x.err:
                 problems.append("ibv_rc_pingpong %s after wq-scribble: %r" % (who, x))

@@ -20,8 +20,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, client_server, gid_index
-import rig as rigmod
+from guestrdma import REPO, client_server, gid_index, rigmod
 
 sys.path.insert(0, os.path.join(REPO, "tests", "build"))
 import debroot  # noqa: E402

@@ -27,10 +27,8 @@ import time
 
 import pytest
 
-from conftest import REPO, add_link, gid_index, unload_all_rdma_links, wait_for
-
-BASELINE = os.environ.get("SROCE_TEST_RXE_BASELINE") == "1"
-DEVNAME = {"sroce": "sroce0", "rxe": "rxe0"}
+from guestrdma import DEVNAME, REPO, configure, unload_all_rdma_links
+from pairs import KINDS
 SUITE = "/usr/share/doc/rdma-core/tests"
 RXE_SKIPS = os.path.join(REPO, "tests", "vm", "pyverbs_rxe_skips.txt")
 SROCE_SKIPS_DOC = os.path.join(REPO, "Documentation", "pyverbs-skips.rst")
@@ -39,13 +37,6 @@ SROCE_SKIPS_DOC = os.path.join(REPO, "Documentation", "pyverbs-skips.rst")
 RXE_KNOWN_BAD = {"tests.test_qpex.QpExTestCase.test_qp_ex_rc_atomic_write"}
 # The whole suite takes about 20 s on rxe under TCG; leave room for a slow device.
 SUITE_TIMEOUT = 900
-
-KINDS = [
-    pytest.param("sroce", id="sroce"),
-    pytest.param("rxe", id="rxe",
-                 marks=pytest.mark.skipif(not BASELINE, reason="rxe baseline: set "
-                                          "SROCE_TEST_RXE_BASELINE=1")),
-]
 
 _HEADER = re.compile(r"^(\w+) \(([\w.]+)\)")
 _RESULT = re.compile(r" \.\.\. (ok|ERROR|FAIL|expected failure|unexpected success|"
@@ -139,19 +130,9 @@ def write_rxe_skips(path, skips):
 def test_pyverbs_suite(rig, kind):
     g = rig[0]
     dev = DEVNAME[kind]
-    unload_all_rdma_links(g)
     tmp = None
     try:
-        if kind == "rxe":
-            g.check("modprobe rdma_rxe")
-        add_link(g, dev, "eth0", kind)
-
-        def v4gid():
-            try:
-                return gid_index(g, dev) + 1  # +1: index 0 is a valid answer
-            except AssertionError:
-                return None
-        gid = wait_for(v4gid, timeout=30, what="IPv4 RoCE v2 GID on " + dev) - 1
+        gid = configure(g, kind, families=("ipv4",)).gid["ipv4"]
         tmp = g.check("mkdir -p /tmp && mktemp -d /tmp/pyverbs.XXXXXX").strip()
         g.check("cp -r %s %s/ && gunzip %s/tests/*.gz" % (SUITE, tmp, tmp))
         cmd = "/usr/bin/python3 run_tests.py --dev %s --port 1 --gid %d -v" % (dev, gid)

@@ -38,10 +38,9 @@ import subprocess
 
 import pytest
 
-from conftest import (REPO, TOOLS, add_link, client_server, gid_index, unload_all_rdma_links,
-                      wait_for)
-import rig as rigmod
-from pairs import BASELINE, DEVNAME, PAIRS
+from guestrdma import (DEVNAME, FAMILIES, REPO, TOOLS, client_server, configure, console_guard,
+                       rigmod)
+from pairs import KINDS, PAIRS, configure_pair, unconfigure
 
 TOOL = TOOLS + "/sroce-rdma-test"
 HOST_TOOL = os.path.join(REPO, "build", "cmake", "userspace", "tools", "sroce-rdma-test")
@@ -89,10 +88,6 @@ RXE_DEVIATIONS = {
                           "when length > resid, before the -ENOSPC length path)",
 }
 
-KINDS = [pytest.param("sroce", id="sroce"),
-         pytest.param("rxe", id="rxe", marks=pytest.mark.skipif(
-             not BASELINE, reason="rxe harness baseline: set SROCE_TEST_RXE_BASELINE=1"))]
-FAMILIES = ["ipv4", "ipv6"]
 
 CASE_LINE = re.compile(r"^(PASS|FAIL) (\S+) \(([\d.]+) s\)(?:: (.*))?$")
 DETAIL_LINE = re.compile(r"^  (\S+): (.*)$")
@@ -195,44 +190,11 @@ def tool_cmd(dev, budget, *args):
     return "%s -d %s --timeout %d --budget %d %s" % (TOOL, dev, WAIT, budget, " ".join(args))
 
 
-def configure(g, kind):
-    """Unload every RDMA link in g, add the one device of kind on eth0, wait for
-    its IPv4 and IPv6 RoCE v2 GIDs; returns {family: gid index}."""
-    if g.name in WEDGED:
-        pytest.fail("%s is unusable: %s" % (g.name, WEDGED[g.name]))
-    unload_all_rdma_links(g)
-    if kind == "rxe":
-        g.check("modprobe rdma_rxe")
-    dev = add_link(g, DEVNAME[kind], "eth0", kind)
-
-    def gids():
-        try:
-            return {f: gid_index(g, dev, ipv6=(f == "ipv6")) for f in FAMILIES}
-        except AssertionError:
-            return None
-    return wait_for(gids, timeout=30, what="IPv4 and IPv6 RoCE v2 GIDs on %s" % dev)
-
-
-def configured(rig, guests_kinds, what):
-    """configure() each (guest, kind); a kernel problem meanwhile fails the setup."""
-    rig.mark_consoles()
-    gids = [configure(g, k) for g, k in guests_kinds]
-    bad = rig.bad_console_lines()
-    if bad:
-        pytest.fail("guest console shows kernel problems while adding %s:\n%s" %
-                    (what, "\n".join(bad)))
-    return gids
-
-
-def unconfigure(rig, guests, what):
-    rig.mark_consoles()
+def usable(guests):
+    """Fail unless every guest is usable (no process of an earlier run stuck in its kernel)."""
     for g in guests:
-        if g.name not in WEDGED:
-            unload_all_rdma_links(g)
-    bad = rig.bad_console_lines()
-    if bad:
-        pytest.fail("guest console shows kernel problems while removing %s:\n%s" %
-                    (what, "\n".join(bad)))
+        if g.name in WEDGED:
+            pytest.fail("%s is unusable: %s" % (g.name, WEDGED[g.name]))
 
 
 def judge(run, case, kind):
@@ -252,7 +214,9 @@ def loopback(request, rig):
     kind = request.param
     # guest 0 unless a process stuck in its kernel made it unusable
     g = next((x for x in rig.guests if x.name not in WEDGED), rig[0])
-    gids = configured(rig, [(g, kind)], DEVNAME[kind])
+    usable([g])
+    with console_guard(rig, "adding " + DEVNAME[kind]):
+        gid = configure(g, kind).gid
     runs = {}
     for family in FAMILIES:
         if family == "ipv6":
@@ -269,9 +233,9 @@ def loopback(request, rig):
         else:
             r = g.run(guarded(cmd, budget), timeout=budget + STALL + 30)
             note_hang(g, r, what)
-        runs[family] = Run(r, what, gids[0][family], rig.bad_console_lines())
+        runs[family] = Run(r, what, gid[family], rig.console_problems())
     yield kind, runs
-    unconfigure(rig, [g], DEVNAME[kind])
+    unconfigure(rig, [x for x in [g] if x.name not in WEDGED], DEVNAME[kind])
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -301,7 +265,8 @@ def two_host(request, rig):
     (kinds, {family: (server Run, client Run)})."""
     kinds = request.param
     srv, cli = rig.guests
-    gids = configured(rig, list(zip(rig.guests, kinds)), "-".join(kinds))
+    usable(rig.guests)
+    p = configure_pair(rig, kinds)
     budget = BUDGET["two-host"]
     runs = {}
     for family in FAMILIES:
@@ -319,11 +284,11 @@ def two_host(request, rig):
                                  port=PORT, timeout=budget + STALL + 30)
             note_hang(srv, s, what + " (server side)")
             note_hang(cli, c, what + " (client side)")
-        bad = rig.bad_console_lines()
-        runs[family] = (Run(s, what + " (server side)", gids[0][family], bad),
-                        Run(c, what + " (client side)", gids[1][family], bad))
+        bad = rig.console_problems()
+        runs[family] = (Run(s, what + " (server side)", p.server.gid[family], bad),
+                        Run(c, what + " (client side)", p.client.gid[family], bad))
     yield kinds, runs
-    unconfigure(rig, rig.guests, "-".join(kinds))
+    unconfigure(rig, [g for g in rig.guests if g.name not in WEDGED], "-".join(kinds))
 
 
 @pytest.mark.parametrize("family", FAMILIES)

@@ -17,31 +17,15 @@ RDMA WRITE, the server's what it fetched with RDMA READ); the tools' own
 completion messages (ucmatose, udaddy, rdma_server/rdma_client); perftest's
 result row with a positive number in it (no thresholds: guests run under TCG).
 """
-import json
 import re
 
 import pytest
 
-from conftest import client_server
-from pairs import both_ok, pair  # noqa: F401 (pair is a fixture)
+from guestrdma import both_ok, client_server, cm_listening
+from pairs import pair  # noqa: F401 (pair is a fixture)
 
 TIMEOUT = 120
 CM_MODULES = ("rdma_ucm", "rdma_cm", "ib_cm", "iw_cm")
-
-
-def cm_ids(g):
-    """The rdma_cm IDs that exist in guest g (as "rdma -j res show cm_id" gives them)."""
-    out = g.run("rdma -j res show cm_id", timeout=30).out.strip()
-    try:
-        return json.loads(out) if out else []
-    except ValueError:
-        return []
-
-
-def cm_listening(g, port):
-    """True if an rdma_cm ID in guest g listens on port (any address, any port space)."""
-    return any(i.get("state") == "LISTEN" and
-               i.get("src-addr", "").rsplit(":", 1)[-1] == str(port) for i in cm_ids(g))
 
 
 def cm_client_server(pair, server_cmd, client_cmd, port):

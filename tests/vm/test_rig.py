@@ -1,11 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """Self-tests of the QEMU rig itself, including rdma_rxe as a known-good RDMA device."""
 import os
-import time
 
-import pytest
-
-from conftest import REPO, add_link, gid_index, rigmod, unload_all_rdma_links, wait_for
+from guestrdma import REPO, client_server, configure, rigmod, unload_all_rdma_links, wait_for
 
 
 def test_guests_share_one_link(rig):
@@ -65,30 +62,15 @@ def test_boot_options(tmp_path):
     assert bad == []
 
 
-def run_pingpong(rig, prog, dev, server_args="", size=4096, iters=200, ipv6=False):
-    """Server in guest 0, client in guest 1; both check the data (-c)."""
-    srv, cli = rig[0], rig[1]
-    gs, gc = gid_index(srv, dev, ipv6), gid_index(cli, dev, ipv6)
-    common = "-d %s -c -s %d -n %d %s" % (dev, size, iters, server_args)
-    server = srv.spawn("%s %s -g %d" % (prog, common, gs))
-    time.sleep(1)
-    client = None
-    for _ in range(20):
-        client = cli.run("%s %s -g %d %s" % (prog, common, gc, srv.ip4), timeout=120)
-        if client.ok or "Couldn't connect" not in (client.out + client.err):
-            break
-        time.sleep(1)
-    s = server.wait(120)
-    return s, client
-
-
 def test_rxe_rc_pingpong_proves_the_rig(rig):
-    for g in rig.guests:
-        unload_all_rdma_links(g)
-        g.check("modprobe rdma_rxe")
-        add_link(g, "rxe0", "eth0", "rxe")
+    """rdma_rxe in both guests, ibv_rc_pingpong between them (both check the data, -c)."""
+    srv, cli = [configure(g, "rxe") for g in rig.guests]
     try:
-        s, c = run_pingpong(rig, "ibv_rc_pingpong", "rxe0")
+        def cmd(side, host=""):
+            return "ibv_rc_pingpong -d %s -c -s 4096 -n 200 -g %d %s" % (
+                side.dev, side.gid["ipv4"], host)
+        s, c = client_server(srv.guest, cmd(srv), cli.guest, cmd(cli, srv.guest.ip4),
+                             timeout=120)
         assert c.ok, c
         assert s.ok, s
         for r in (s, c):

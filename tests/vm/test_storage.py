@@ -33,8 +33,8 @@ import time
 import pytest
 
 import storage as st
-from conftest import wait_for
-from pairs import PAIRS
+from guestrdma import configure, console_guard, wait_for
+from pairs import pair  # noqa: F401 (pair is a fixture)
 
 SCALE = float(os.environ.get("SROCE_TEST_STORAGE_SCALE", "1"))
 
@@ -52,35 +52,6 @@ def scaled(nbytes, unit):
 PATTERNS = st.FioPatterns(rand_bytes=scaled(2 * MiB, 4096), seq_bytes=scaled(8 * MiB, 128 << 10))
 DEV_MB = max(64, 2 * PATTERNS.span // MiB)
 NFS_FILE_MB = scaled(32 * MiB, MiB) // MiB
-
-
-class Pair:
-    def __init__(self, target, host, kinds):
-        self.target, self.host = target, host
-        self.kinds = kinds
-
-
-@contextlib.contextmanager
-def console_checked(rig, what):
-    """Fail if a guest console shows a kernel problem during the block (for
-    fixture setup and teardown, which the per-test check does not cover)."""
-    rig.mark_consoles()
-    yield
-    bad = rig.bad_console_lines()
-    if bad:
-        pytest.fail("guest console shows kernel problems while %s:\n%s" % (what, "\n".join(bad)))
-
-
-@pytest.fixture(scope="module", params=PAIRS)
-def pair(request, rig):
-    kinds = request.param
-    with console_checked(rig, "configuring " + "-".join(kinds)):
-        for g, k in zip(rig.guests, kinds):
-            st.configure(g, k)
-    yield Pair(rig[0], rig[1], kinds)
-    with console_checked(rig, "removing " + "-".join(kinds)):
-        for g in rig.guests:
-            st.unload_all_rdma_links(g)
 
 
 def report(request, sw):
@@ -112,6 +83,38 @@ def counters(g, dev="sroce0"):
     return {k: int(v) for k, v in zip(words[2::2], words[3::2]) if v.isdigit()}
 
 
+@contextlib.contextmanager
+def nvme_session(h, nvmet, sw):
+    """nvme-rdma in guest h connected to nvmet (lap "connect"); afterwards h is left
+    as it was found (st.guest_state)."""
+    with st.guest_state(h), st.nvme_host(h, nvmet) as host:
+        sw.lap("connect")
+        yield host
+
+
+def tx_packets(g):
+    """Packets g's one RDMA device has sent (sroce: tx_packets, rdma_rxe: sent_pkts)."""
+    return int(g.check("cd /sys/class/infiniband/*/ports/1/hw_counters && "
+                       "{ cat tx_packets 2>/dev/null || cat sent_pkts; }"))
+
+
+@contextlib.contextmanager
+def io_during(h, patterns, devices):
+    """fio with patterns on devices in the background in guest h, its I/O flowing
+    (h's device sent 100 packets more since fio started) when the block starts.
+    The block gets fio's Proc; fio is given 300 s to end afterwards (a result
+    the block did not take does not count), then killed."""
+    start = tx_packets(h)
+    bg = h.spawn(patterns.cmd(devices))
+    try:
+        wait_for(lambda: tx_packets(h) > start + 100 or bg.poll() is not None, timeout=60,
+                 interval=0.2, what="fio's I/O to flow")
+        yield bg
+        bg.wait(300)
+    finally:
+        bg.kill()
+
+
 # A lossy link makes every message slow: keep the faults' fio small.
 FAULT_PATTERNS = st.FioPatterns(rand_bytes=scaled(1 * MiB, 4096),
                                 seq_bytes=scaled(2 * MiB, 128 << 10))
@@ -122,13 +125,11 @@ FAULT_PATTERNS = st.FioPatterns(rand_bytes=scaled(1 * MiB, 4096),
 def connect_verify_disconnect(request, h, nvmet):
     """nvme-rdma in guest h: connect, fio-verify both namespaces, disconnect."""
     sw = st.Stopwatch()
-    with st.guest_state(h):
-        with st.nvme_host(h, nvmet) as host:
-            sw.lap("connect")
-            st.fio_verify(h, devs([host.ns[1], host.ns[2]]), PATTERNS)
-            sw.lap("fio")
-            host.disconnect()
-            sw.lap("disconnect")
+    with nvme_session(h, nvmet, sw) as host:
+        st.fio_verify(h, devs([host.ns[1], host.ns[2]]), PATTERNS)
+        sw.lap("fio")
+        host.disconnect()
+        sw.lap("disconnect")
     sw.lap("teardown")
     report(request, sw)
 
@@ -139,21 +140,21 @@ class TestNvmeRdma:
 
     @pytest.fixture(scope="class")
     def nvmet(self, rig, pair):
-        t = pair.target
+        t = pair.server.guest
         stack = contextlib.ExitStack()
         try:
-            with console_checked(rig, "setting up nvmet"):
+            with console_guard(rig, "setting up nvmet"):
                 ts, = stack.enter_context(st.guest_state(t))
                 tgt = stack.enter_context(st.nvmet_target(t, ts, size_mb=DEV_MB))
             yield tgt
         finally:
-            with console_checked(rig, "removing nvmet"):
+            with console_guard(rig, "removing nvmet"):
                 stack.close()
 
     def test_io(self, request, pair, nvmet):
         """Discover and connect over RDMA, fio-verify both namespaces,
         disconnect: the controller and its block devices go away."""
-        connect_verify_disconnect(request, pair.host, nvmet)
+        connect_verify_disconnect(request, pair.client.guest, nvmet)
 
     def test_reconnect(self, request, pair, nvmet):
         """Unlink the subsystem from the target's port while the host is
@@ -162,18 +163,15 @@ class TestNvmeRdma:
         itself, the same controller and namespaces come back, the I/O that
         spanned the outage completes and verifies, and new I/O works."""
         one_kind(pair)
-        h = pair.host
+        h = pair.client.guest
         sw = st.Stopwatch()
-        with st.guest_state(h):
-            with st.nvme_host(h, nvmet) as host:
-                sw.lap("connect")
-                ctrl, ns = host.ctrl, dict(host.ns)
-                assert host.state() == "live"
-                across = devs([ns[2]])
-                bg = h.spawn(PATTERNS.cmd(across))
-                disabled = False
+        with nvme_session(h, nvmet, sw) as host:
+            ctrl, ns = host.ctrl, dict(host.ns)
+            assert host.state() == "live"
+            across = devs([ns[2]])
+            disabled = False
+            with io_during(h, PATTERNS, across) as bg:
                 try:
-                    time.sleep(2)
                     nvmet.disable()
                     disabled = True
                     wait_for(lambda: host.state() in ("connecting", "resetting"), timeout=30,
@@ -192,14 +190,13 @@ class TestNvmeRdma:
                     st.parse_fio(bg.wait(300), PATTERNS.expected(across))
                     sw.lap("fio across outage")
                 finally:
-                    bg.kill()
                     if disabled:
                         nvmet.enable()
-                st.fio_verify(h, devs([ns[1]]), PATTERNS)
-                sw.lap("fio after")
-                log = h.check("dmesg | grep '%s: ' | tail -20" % ctrl)
-                assert "Successfully reconnected" in log, log
-                host.disconnect()
+            st.fio_verify(h, devs([ns[1]]), PATTERNS)
+            sw.lap("fio after")
+            log = h.check("dmesg | grep '%s: ' | tail -20" % ctrl)
+            assert "Successfully reconnected" in log, log
+            host.disconnect()
         sw.lap("teardown")
         report(request, sw)
 
@@ -210,7 +207,7 @@ class TestNvmeRdma:
         in the pairs of one kind (sroce-sroce, rxe-rxe)."""
         if pair.kinds[0] != pair.kinds[1]:
             pytest.skip("loopback runs in the %s-%s pair" % (pair.kinds[0], pair.kinds[0]))
-        connect_verify_disconnect(request, pair.target, nvmet)
+        connect_verify_disconnect(request, pair.server.guest, nvmet)
 
     def test_lossy_link(self, request, pair, nvmet):
         """sroce: NVMe-oF over a link that drops 1% of the packets and
@@ -221,35 +218,33 @@ class TestNvmeRdma:
         this rig, 2% loss on one side: I/O timeouts and 22 reconnects in 10
         minutes, and 16 MiB of fio did not finish.)"""
         sroce_only(pair)
-        t, h = pair.target, pair.host
+        t, h = pair.server.guest, pair.client.guest
         sw = st.Stopwatch()
         netem = "tc qdisc replace dev eth0 root netem loss 1% delay 1ms reorder 5%"
-        with st.guest_state(h):
-            with st.nvme_host(h, nvmet) as host:
-                sw.lap("connect")
-                before = [counters(g) for g in (t, h)]
-                resets = dmesg_count(h, r"%s: \(Reconnecting\|resetting\|Removing\)"
-                                     % host.ctrl)
-                try:
-                    for g in (t, h):
-                        g.check(netem)
-                    st.fio_verify(h, devs([host.ns[1]]), FAULT_PATTERNS, timeout=600)
-                    sw.lap("fio over loss")
-                    dropped = sum(int(x) for g in (t, h) for x in re.findall(
-                        r"dropped (\d+)", g.check("tc -s qdisc show dev eth0")))
-                finally:
-                    for g in (t, h):
-                        g.run("tc qdisc del dev eth0 root; true")
-                after = [counters(g) for g in (t, h)]
-                assert host.state() == "live"
-                assert dmesg_count(h, r"%s: \(Reconnecting\|resetting\|Removing\)"
-                                   % host.ctrl) == resets, "the controller reset"
-                delta = {k: sum(a[k] - b[k] for a, b in zip(after, before))
-                         for k in ("retry", "seq_nak_rcvd", "seq_nak_sent", "dup_req")}
-                assert dropped > 0, "netem dropped nothing"
-                assert delta["seq_nak_sent"] + delta["retry"] > 0, delta
-                sys.stderr.write("\nlossy link: %d packets dropped, %r\n" % (dropped, delta))
-                host.disconnect()
+        with nvme_session(h, nvmet, sw) as host:
+            before = [counters(g) for g in (t, h)]
+            resets = dmesg_count(h, r"%s: \(Reconnecting\|resetting\|Removing\)"
+                                 % host.ctrl)
+            try:
+                for g in (t, h):
+                    g.check(netem)
+                st.fio_verify(h, devs([host.ns[1]]), FAULT_PATTERNS, timeout=600)
+                sw.lap("fio over loss")
+                dropped = sum(int(x) for g in (t, h) for x in re.findall(
+                    r"dropped (\d+)", g.check("tc -s qdisc show dev eth0")))
+            finally:
+                for g in (t, h):
+                    g.run("tc qdisc del dev eth0 root; true")
+            after = [counters(g) for g in (t, h)]
+            assert host.state() == "live"
+            assert dmesg_count(h, r"%s: \(Reconnecting\|resetting\|Removing\)"
+                               % host.ctrl) == resets, "the controller reset"
+            delta = {k: sum(a[k] - b[k] for a, b in zip(after, before))
+                     for k in ("retry", "seq_nak_rcvd", "seq_nak_sent", "dup_req")}
+            assert dropped > 0, "netem dropped nothing"
+            assert delta["seq_nak_sent"] + delta["retry"] > 0, delta
+            sys.stderr.write("\nlossy link: %d packets dropped, %r\n" % (dropped, delta))
+            host.disconnect()
         sw.lap("teardown")
         report(request, sw)
 
@@ -260,30 +255,24 @@ class TestNvmeRdma:
         6.1 does not listen again by itself after a device removal), the host
         reconnects and fio verifies afterwards."""
         sroce_only(pair)
-        t, h = pair.target, pair.host
+        t, h = pair.server.guest, pair.client.guest
         sw = st.Stopwatch()
-        with st.guest_state(h):
-            with st.nvme_host(h, nvmet) as host:
-                sw.lap("connect")
-                bg = h.spawn(FAULT_PATTERNS.cmd(devs([host.ns[2]])))
-                try:
-                    time.sleep(3)
-                    t.check("rdma link del sroce0", timeout=120)
-                    wait_for(lambda: host.state() in ("connecting", "resetting"), timeout=60,
-                             what="the host to notice")
-                    sw.lap("device removed")
-                    st.configure(t, "sroce")
-                    nvmet.disable()
-                    nvmet.enable()
-                    wait_for(lambda: host.state() == "live", timeout=90,
-                             what="the host to reconnect")
-                    sw.lap("reconnected")
-                    bg.wait(300)    # spanned the outage: its result does not count
-                finally:
-                    bg.kill()
-                st.fio_verify(h, devs([host.ns[1], host.ns[2]]), FAULT_PATTERNS)
-                sw.lap("fio after")
-                host.disconnect()
+        with nvme_session(h, nvmet, sw) as host:
+            with io_during(h, FAULT_PATTERNS, devs([host.ns[2]])):
+                t.check("rdma link del sroce0", timeout=120)
+                wait_for(lambda: host.state() in ("connecting", "resetting"), timeout=60,
+                         what="the host to notice")
+                sw.lap("device removed")
+                configure(t)
+                nvmet.disable()
+                nvmet.enable()
+                wait_for(lambda: host.state() == "live", timeout=90,
+                         what="the host to reconnect")
+                sw.lap("reconnected")
+            # fio spanned the outage: its result does not count
+            st.fio_verify(h, devs([host.ns[1], host.ns[2]]), FAULT_PATTERNS)
+            sw.lap("fio after")
+            host.disconnect()
         sw.lap("teardown")
         report(request, sw)
 
@@ -292,22 +281,17 @@ class TestNvmeRdma:
         has I/O in flight: the controller goes away (its I/O fails), nothing
         hangs or warns, and sroce comes back and connects again."""
         sroce_only(pair)
-        h = pair.host
+        h = pair.client.guest
         sw = st.Stopwatch()
         with st.guest_state(h):
             with st.nvme_host(h, nvmet) as host:
                 sw.lap("connect")
-                bg = h.spawn(FAULT_PATTERNS.cmd(devs([host.ns[1]])))
-                try:
-                    time.sleep(3)
+                with io_during(h, FAULT_PATTERNS, devs([host.ns[1]])):
                     h.check("rdma link del sroce0 && modprobe -r sroce", timeout=120)
                     sw.lap("removed")
                     wait_for(lambda: not st.nvme_controllers(h, nvmet.nqn), timeout=60,
                              what="the controller to go")
-                    bg.wait(300)
-                finally:
-                    bg.kill()
-                st.configure(h, "sroce")
+                configure(h)
             with st.nvme_host(h, nvmet) as host:
                 st.fio_verify(h, devs([host.ns[1]]), FAULT_PATTERNS)
                 sw.lap("fio after")
@@ -322,7 +306,7 @@ def test_iser_io(request, pair):
     """LIO target with a ramdisk and a fileio LUN on an iSER portal; open-iscsi
     discovers and logs in over the iser iface, both LUNs appear as sd disks,
     fio verifies both, logout: the session and the disks are gone."""
-    t, h = pair.target, pair.host
+    t, h = pair.server.guest, pair.client.guest
     sw = st.Stopwatch()
     acl = "/sys/kernel/config/target/iscsi/%s/tpgt_1/acls/%s/info" % (st.ISCSI_IQN,
                                                                        st.initiator_iqn(h))
@@ -351,7 +335,7 @@ def test_nfs_rdma(request, pair):
     drop caches, mount again and read it back; its sha256 matches on the
     client, on the server's export, and after the remount."""
     one_kind(pair)
-    t, h = pair.target, pair.host
+    t, h = pair.server.guest, pair.client.guest
     sw = st.Stopwatch()
     data = st.NFS_MNT + "/data"
     with st.guest_state(t, h) as (ts, hs):

@@ -16,8 +16,8 @@ import re
 
 import pytest
 
-from conftest import client_server
-from pairs import both_ok, pair  # noqa: F401 (pair is a fixture)
+from guestrdma import both_ok, client_server
+from pairs import pair  # noqa: F401 (pair is a fixture)
 
 # Small counts: guests run under TCG (a 64 KiB RC pingpong iteration takes ~35 ms).
 ITERS = 100

@@ -1,0 +1,231 @@
+# SPDX-License-Identifier: GPL-2.0
+"""RDMA in the rig's guests: the one set of helpers every VM suite and vm/bench.py use.
+
+A suite says what it tests; how a guest gets its RDMA device, how a GID
+index is found, how a client and a server are run against each other and
+how the guest consoles are watched meanwhile is said here, once:
+
+  configure(g, kind)            every RDMA link in g removed, one device of
+                                kind ("sroce" or "rxe") added on eth0, its
+                                RoCE v2 GIDs waited for: a Side
+  unload_all_rdma_links(g)      no RDMA link, sroce and rdma_rxe unloaded
+  add_link(g, name, netdev, kind)
+  gid_index(g, dev, ipv6)       the RoCE v2 GID of g's link address, now
+  wait_gids(g, dev, families)   {family: index} once the GIDs are there
+  client_server(srv, scmd, cli, ccmd, port)
+                                server in the background, client once the
+                                server listens (TCP, or rdma_cm with
+                                is_listening=cm_listening): both Results
+  both_ok(s, c)                 assert both ends exited 0
+  console_guard(rig, what)      with-block that fails if a guest console
+                                shows a kernel problem meanwhile
+  wait_for(fn, timeout, what)   poll fn until it returns something true
+
+Failures raise AssertionError (pytest reports them as failures; vm/bench.py
+reports them as the kind's error). Usable without pytest: vm/bench.py puts
+this directory on sys.path and imports it.
+"""
+import contextlib
+import ipaddress
+import json
+import os
+import re
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if os.path.join(REPO, "vm") not in sys.path:
+    sys.path.insert(0, os.path.join(REPO, "vm"))
+
+import rig as rigmod  # noqa: E402
+
+# The user-space tools as the guests see the source tree (/src).
+TOOLS = "/src/build/cmake/userspace/tools"
+# The device each kind gets in these suites (sroce and rdma_rxe cannot share a
+# guest: both bind UDP 4791).
+DEVNAME = {"sroce": "sroce0", "rxe": "rxe0"}
+FAMILIES = ("ipv4", "ipv6")
+# ibverbs-utils pingpongs and perftest exchange QP numbers over TCP on this
+# port (their default) before any RDMA traffic flows.
+EXCH_PORT = 18515
+
+
+def wait_for(fn, timeout=20, interval=0.3, what="condition"):
+    """fn()'s first true value, polled every interval s; AssertionError after timeout s."""
+    end = time.time() + timeout
+    while True:
+        v = fn()
+        if v:
+            return v
+        if time.time() > end:
+            raise AssertionError("timed out waiting for " + what)
+        time.sleep(interval)
+
+
+# ------------------------------------------------------------ devices
+
+def unload_all_rdma_links(g):
+    """Remove every RDMA link and unload sroce and rdma_rxe, so a test starts clean."""
+    # "link sroce0/1 state ACTIVE ..." per port: every device once. Its stdout
+    # is lsmod's: the modules still loaded.
+    r = g.run("for d in $(rdma link show 2>/dev/null | awk '$1 == \"link\" "
+              "{ sub(\"/.*\", \"\", $2); print $2 }' | sort -u); do rdma link del $d; done; "
+              "modprobe -r sroce 2>/dev/null; modprobe -r rdma_rxe 2>/dev/null; "
+              "lsmod | grep -E '^(sroce|rdma_rxe) '; true", timeout=120)
+    assert r.out == "", "%s: modules still loaded: %s" % (g.name, r.out)
+
+
+def add_link(g, name="sroce0", netdev="eth0", kind="sroce"):
+    """rdma link add name type kind netdev netdev (rdma_rxe must be loaded by hand)."""
+    r = g.run("rdma link add %s type %s netdev %s" % (name, kind, netdev), timeout=60)
+    assert r.ok, r
+    return name
+
+
+def sysfs(g, dev, path):
+    return g.check("cat /sys/class/infiniband/%s/%s" % (dev, path)).strip()
+
+
+def active_mtu(g, dev):
+    """Port 1's active MTU in bytes, as ibv_devinfo reports it."""
+    m = re.search(r"active_mtu:\s*(\d+)", g.check("ibv_devinfo -d %s -i 1" % dev))
+    assert m, "no active_mtu for %s" % dev
+    return int(m.group(1))
+
+
+def gid_index(g, dev, ipv6=False):
+    """Index of the RoCE v2 GID for the guest's link address (IPv4-mapped or IPv6)."""
+    want = ipaddress.ip_address(g.ip6 if ipv6 else g.ip4)
+    # One read of the whole table; unused entries have no type (EINVAL, silenced).
+    out = g.check("cd /sys/class/infiniband/%s/ports/1 && grep -H . gid_attrs/types/* "
+                  "2>/dev/null | while IFS=: read -r f t; do i=${f##*/}; "
+                  "echo $i $(cat gids/$i) $t; done" % dev)
+    for line in out.splitlines():
+        parts = line.split(maxsplit=2)
+        if len(parts) < 3 or "v2" not in parts[2]:
+            continue
+        addr = ipaddress.ip_address(parts[1])
+        if (ipv6 and addr == want) or (not ipv6 and addr.ipv4_mapped == want):
+            return int(parts[0])
+    raise AssertionError("%s: no RoCE v2 GID for %s on %s:\n%s" % (g.name, want, dev, out))
+
+
+def wait_gids(g, dev, families=FAMILIES, timeout=30):
+    """{family: GID index} of dev, once ib_core has put every family's GID in the
+    table (it fills the table from the netdev's addresses asynchronously)."""
+    def gids():
+        try:
+            return {f: gid_index(g, dev, ipv6=(f == "ipv6")) for f in families}
+        except AssertionError:
+            return None
+    return wait_for(gids, timeout=timeout,
+                    what="%s: %s RoCE v2 GIDs on %s" % (g.name, " and ".join(families), dev))
+
+
+class Side:
+    """A guest with one RDMA device of one kind: dev, gid {family: index}, mtu."""
+
+    def __init__(self, guest, kind, dev, gid, mtu):
+        self.guest, self.kind, self.dev, self.gid, self.mtu = guest, kind, dev, gid, mtu
+
+    def __repr__(self):
+        return "%s:%s" % (self.guest.name, self.dev)
+
+
+def configure(g, kind="sroce", families=FAMILIES):
+    """Unload every RDMA link in g, then add the one device of kind on eth0 and
+    wait for its RoCE v2 GIDs of families; returns its Side."""
+    unload_all_rdma_links(g)
+    if kind == "rxe":
+        g.check("modprobe rdma_rxe")
+    dev = add_link(g, DEVNAME[kind], "eth0", kind)
+    gid = wait_gids(g, dev, families)
+    return Side(g, kind, dev, gid, active_mtu(g, dev))
+
+
+# ------------------------------------------------------------ consoles
+
+@contextlib.contextmanager
+def console_guard(rig, what):
+    """Fail (AssertionError) if a guest console shows a kernel problem during the
+    block: for fixtures' setup and teardown and for runs whose results several
+    tests share, which the per-test check of conftest.py does not pin down.
+    Problems that reached the consoles since the last check fail it too."""
+    bad = ["(before it) " + ln for ln in rig.bad_console_lines()]
+    rig.mark_consoles()
+    yield
+    bad += rig.console_problems()
+    assert not bad, "guest console shows kernel problems while %s:\n%s" % (what, "\n".join(bad))
+
+
+# ------------------------------------------------------------ client/server traffic
+
+def listening(g, port=EXCH_PORT):
+    """True if a process in guest g listens on TCP port (checked inside g, so the
+    single-connection servers of pingpong and perftest never see a probe)."""
+    return g.run("ss -Hltn 'sport = :%d'" % port, timeout=30).out.strip() != ""
+
+
+def cm_ids(g):
+    """The rdma_cm IDs that exist in guest g (as "rdma -j res show cm_id" gives them)."""
+    out = g.run("rdma -j res show cm_id", timeout=30).out.strip()
+    try:
+        return json.loads(out) if out else []
+    except ValueError:
+        return []
+
+
+def cm_listening(g, port):
+    """True if an rdma_cm ID in guest g listens on port (any address, any port
+    space): rdma_cm ports are not TCP ports."""
+    return any(i.get("state") == "LISTEN" and
+               i.get("src-addr", "").rsplit(":", 1)[-1] == str(port) for i in cm_ids(g))
+
+
+def client_server(server, server_cmd, client, client_cmd, port=EXCH_PORT, timeout=180,
+                  listen_timeout=60, is_listening=listening):
+    """Spawn server_cmd in guest server, wait until it listens on port (as
+    is_listening(guest, port) tells: a TCP listener by default), run
+    client_cmd in guest client, then collect the server.
+
+    Returns (server Result, client Result). If the port is already taken, or
+    the server exits or never listens, the client is not run and its Result has
+    rc -1 and says why. A server that outlives a failed client by 5 s (it may
+    wait for a peer that is gone, forever) or a good one by timeout is killed
+    (rc 124)."""
+    # A listener left over from an earlier server would take the client instead.
+    end = time.time() + 10
+    while is_listening(server, port):
+        if time.time() > end:
+            return (rigmod.Result(server_cmd, -1, "", "port %d is busy before the server "
+                                  "started" % port), rigmod.Result(client_cmd, -1, "", "not run"))
+        time.sleep(0.5)
+    srv = server.spawn(server_cmd)
+    try:
+        end = time.time() + listen_timeout
+        while not is_listening(server, port):
+            if srv.poll() is not None or time.time() > end:
+                why = ("server exited before listening" if srv.result is not None
+                       else "server did not listen on port %d in %d s" % (port, listen_timeout))
+                return srv.wait(5), rigmod.Result(client_cmd, -1, "", why)
+            time.sleep(0.3)
+        cli = client.run(client_cmd, timeout=timeout)
+        return srv.wait(timeout if cli.ok else 5), cli
+    finally:
+        if srv.result is None:
+            srv.kill()
+            srv.wait(10)
+
+
+def both_ok(s, c):
+    assert c.rc == 0, "client failed: %r\nserver: %r" % (c, s)
+    assert s.rc == 0, "server failed: %r\nclient: %r" % (s, c)
+
+
+def wait_all(procs, timeout):
+    """Results of the background Procs, all given one deadline (not timeout s each):
+    those still running then are killed and get rc 124."""
+    end = time.time() + timeout
+    while time.time() < end and any(p.poll() is None for p in procs):
+        time.sleep(0.2)
+    return [p.poll() or p.wait(0) for p in procs]
