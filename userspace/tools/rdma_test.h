@@ -160,11 +160,15 @@ Pair rc_pair(Dev &d);
 Pair typed_pair(Dev &d, enum ibv_qp_type t);
 enum ibv_qp_state qp_state(Ep &e);
 void need_atomics(Dev &d);
+void need_sges(Dev &d, int n);
 
 /* ------------------------------------------------------------ posting */
 
 struct ibv_send_wr send_wr(uint64_t id, enum ibv_wr_opcode op, struct ibv_sge *sg, int n,
 			   unsigned flags = IBV_SEND_SIGNALED);
+/* Aims an RDMA or atomic WR (its opcode set) at off in b or in the peer's buffer. */
+void remote_at(struct ibv_send_wr &wr, const Buf &b, size_t off);
+void remote_at(struct ibv_send_wr &wr, const QpInfo &peer, size_t off);
 void post_send(Ep &e, struct ibv_send_wr *wr);
 void post_recv(Ep &e, uint64_t id, struct ibv_sge *sg, int n);
 void post_recv(Ep &e, uint64_t id, struct ibv_sge sg);

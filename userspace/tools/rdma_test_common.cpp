@@ -329,7 +329,38 @@ void need_atomics(Dev &d)
 		fail("device reports atomic_cap IBV_ATOMIC_NONE");
 }
 
+void need_sges(Dev &d, int n)
+{
+	if (d.attr.max_sge < n)
+		fail(strf("device max_sge %d < %d", d.attr.max_sge, n));
+}
+
 /* ------------------------------------------------------------ posting */
+
+namespace {
+
+void remote_at(struct ibv_send_wr &wr, uint64_t addr, uint32_t rkey)
+{
+	if (wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
+		wr.wr.atomic.remote_addr = addr;
+		wr.wr.atomic.rkey = rkey;
+	} else {
+		wr.wr.rdma.remote_addr = addr;
+		wr.wr.rdma.rkey = rkey;
+	}
+}
+
+} // namespace
+
+void remote_at(struct ibv_send_wr &wr, const Buf &b, size_t off)
+{
+	remote_at(wr, b.addr(off), b.rkey());
+}
+
+void remote_at(struct ibv_send_wr &wr, const QpInfo &peer, size_t off)
+{
+	remote_at(wr, peer.addr + off, peer.rkey);
+}
 
 struct ibv_send_wr send_wr(uint64_t id, enum ibv_wr_opcode op, struct ibv_sge *sg, int n,
 			   unsigned flags)

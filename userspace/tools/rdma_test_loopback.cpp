@@ -54,8 +54,7 @@ void case_rc_send(Dev &d)
 
 void case_rc_send_multi_sge(Dev &d)
 {
-	if (d.attr.max_sge < 3)
-		fail(strf("device max_sge %d < 3", d.attr.max_sge));
+	need_sges(d, 3);
 	Pair p = rc_pair(d);
 	Buf s1(d, 8 * KiB, "s1"), s2(d, 8 * KiB, "s2"), s3(d, 8 * KiB, "s3");
 	Buf r1(d, 8 * KiB, "r1"), r2(d, 8 * KiB, "r2"), r3(d, 8 * KiB, "r3");
@@ -249,8 +248,7 @@ void case_rc_send_solicited(Dev &d)
 
 void case_rc_write(Dev &d)
 {
-	if (d.attr.max_sge < 3)
-		fail(strf("device max_sge %d < 3", d.attr.max_sge));
+	need_sges(d, 3);
 	Pair p = rc_pair(d);
 	Buf src(d, MiB + 64, "src"), tgt(d, MiB + 256, "target");
 	uint64_t id = 0x800;
@@ -260,8 +258,7 @@ void case_rc_write(Dev &d)
 		src.put(0, msg);
 		struct ibv_sge sg = src.sge(0, size);
 		struct ibv_send_wr wr = send_wr(id, IBV_WR_RDMA_WRITE, &sg, 1);
-		wr.wr.rdma.remote_addr = tgt.addr(77);
-		wr.wr.rdma.rkey = tgt.rkey();
+		remote_at(wr, tgt, 77);
 		post_send(p.a, &wr);
 		const std::string what = strf("write %zu", size);
 		check_wc(wait_one(p.a.scq, "write"), what, id, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
@@ -277,8 +274,7 @@ void case_rc_write(Dev &d)
 	put_pieces(snd, msg);
 	auto ss = sges(snd);
 	struct ibv_send_wr wr = send_wr(id, IBV_WR_RDMA_WRITE, ss.data(), 3);
-	wr.wr.rdma.remote_addr = tgt.addr(4093);
-	wr.wr.rdma.rkey = tgt.rkey();
+	remote_at(wr, tgt, 4093);
 	post_send(p.a, &wr);
 	check_wc(wait_one(p.a.scq, "write"), "write 3 sge", id, IBV_WC_SUCCESS,
 		 IBV_WC_RDMA_WRITE);
@@ -305,8 +301,7 @@ void case_rc_write_imm(Dev &d)
 		struct ibv_send_wr wr = send_wr(id + 1, IBV_WR_RDMA_WRITE_WITH_IMM, &sg,
 						size ? 1 : 0);
 		wr.imm_data = htobe32(0xabc00000u + static_cast<uint32_t>(size));
-		wr.wr.rdma.remote_addr = tgt.addr(3);
-		wr.wr.rdma.rkey = tgt.rkey();
+		remote_at(wr, tgt, 3);
 		post_send(p.a, &wr);
 		const std::string what = strf("write_imm %zu", size);
 		check_wc(wait_one(p.a.scq, "write"), what, id + 1, IBV_WC_SUCCESS,
@@ -323,8 +318,7 @@ void case_rc_write_imm(Dev &d)
 
 void case_rc_read(Dev &d)
 {
-	if (d.attr.max_sge < 3)
-		fail(strf("device max_sge %d < 3", d.attr.max_sge));
+	need_sges(d, 3);
 	Pair p = rc_pair(d);
 	Buf local(d, MiB + 256, "local"), remote(d, MiB + 64, "remote");
 	uint64_t id = 0xa00;
@@ -334,8 +328,7 @@ void case_rc_read(Dev &d)
 		remote.put(5, msg);
 		struct ibv_sge sg = local.sge(11, size);
 		struct ibv_send_wr wr = send_wr(id, IBV_WR_RDMA_READ, &sg, 1);
-		wr.wr.rdma.remote_addr = remote.addr(5);
-		wr.wr.rdma.rkey = remote.rkey();
+		remote_at(wr, remote, 5);
 		post_send(p.a, &wr);
 		const std::string what = strf("read %zu", size);
 		check_wc(wait_one(p.a.scq, "read"), what, id, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
@@ -351,8 +344,7 @@ void case_rc_read(Dev &d)
 	remote.put(101, msg);
 	auto ds = sges(dst);
 	struct ibv_send_wr wr = send_wr(id, IBV_WR_RDMA_READ, ds.data(), 3);
-	wr.wr.rdma.remote_addr = remote.addr(101);
-	wr.wr.rdma.rkey = remote.rkey();
+	remote_at(wr, remote, 101);
 	post_send(p.a, &wr);
 	check_wc(wait_one(p.a.scq, "read"), "read 3 sge", id, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
 	want_pieces(dst, msg);
@@ -367,8 +359,7 @@ void atomic_once(Pair &p, Buf &res, size_t roff, Buf &remote, size_t off, enum i
 {
 	struct ibv_sge sg = res.sge(roff, 8);
 	struct ibv_send_wr wr = send_wr(id, op, &sg, 1);
-	wr.wr.atomic.remote_addr = remote.addr(off);
-	wr.wr.atomic.rkey = remote.rkey();
+	remote_at(wr, remote, off);
 	wr.wr.atomic.compare_add = add_or_cmp;
 	wr.wr.atomic.swap = swap;
 	post_send(p.a, &wr);
@@ -409,8 +400,7 @@ void case_rc_atomic_fetch_add(Dev &d)
 	for (int i = 0; i < 5; i++) {
 		sg[i] = res.sge(512 + 8 * i, 8);
 		wr[i] = send_wr(0xb80 + i, IBV_WR_ATOMIC_FETCH_AND_ADD, &sg[i], 1);
-		wr[i].wr.atomic.remote_addr = remote.addr(256);
-		wr[i].wr.atomic.rkey = remote.rkey();
+		remote_at(wr[i], remote, 256);
 		wr[i].wr.atomic.compare_add = i + 1;
 		wr[i].next = i < 4 ? &wr[i + 1] : nullptr;
 	}
@@ -502,8 +492,7 @@ void case_rc_chain_100(Dev &d)
 				    k == WRITE ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_WRITE_WITH_IMM,
 				    &sg[i], 1);
 			w.imm_data = htobe32(0x1000 + i);
-			w.wr.rdma.remote_addr = wtgt.addr(i * SLOT);
-			w.wr.rdma.rkey = wtgt.rkey();
+			remote_at(w, wtgt, i * SLOT);
 			if (k == WRITE || k == WRITE_IMM)
 				wtgt.want(i * SLOT, msg);
 			if (k != WRITE)
@@ -515,8 +504,7 @@ void case_rc_chain_100(Dev &d)
 			rsrc.put(i * SLOT, msg);
 			sg[i] = rd.sge(i * SLOT, len[i]);
 			w = send_wr(i, IBV_WR_RDMA_READ, &sg[i], 1);
-			w.wr.rdma.remote_addr = rsrc.addr(i * SLOT);
-			w.wr.rdma.rkey = rsrc.rkey();
+			remote_at(w, rsrc, i * SLOT);
 			rd.want(i * SLOT, msg);
 			break;
 		case FADD:
@@ -524,8 +512,7 @@ void case_rc_chain_100(Dev &d)
 			sg[i] = res.sge(i * 8, 8);
 			w = send_wr(i, k == FADD ? IBV_WR_ATOMIC_FETCH_AND_ADD : IBV_WR_ATOMIC_CMP_AND_SWP,
 				    &sg[i], 1);
-			w.wr.atomic.remote_addr = ctr.addr(0);
-			w.wr.atomic.rkey = ctr.rkey();
+			remote_at(w, ctr, 0);
 			res.want_u64(i * 8, counter);
 			if (k == FADD) {
 				w.wr.atomic.compare_add = i;
@@ -585,8 +572,7 @@ void case_rc_read_fence_send(Dev &d)
 		struct ibv_sge rs = local.sge(0, size), ss = local.sge(0, size);
 		struct ibv_send_wr wr[2];
 		wr[0] = send_wr(0xe20 + round, IBV_WR_RDMA_READ, &rs, 1);
-		wr[0].wr.rdma.remote_addr = remote.addr(0);
-		wr[0].wr.rdma.rkey = remote.rkey();
+		remote_at(wr[0], remote, 0);
 		wr[0].next = &wr[1];
 		wr[1] = send_wr(0xe30 + round, IBV_WR_SEND, &ss, 1,
 				IBV_SEND_SIGNALED | IBV_SEND_FENCE);
@@ -635,8 +621,7 @@ void case_uc_write(Dev &d)
 		struct ibv_sge sg = src.sge(0, size);
 		struct ibv_send_wr wr[2];
 		wr[0] = send_wr(id + 1, IBV_WR_RDMA_WRITE, &sg, 1);
-		wr[0].wr.rdma.remote_addr = tgt.addr(129);
-		wr[0].wr.rdma.rkey = tgt.rkey();
+		remote_at(wr[0], tgt, 129);
 		wr[0].next = &wr[1];
 		wr[1] = send_wr(id + 2, IBV_WR_SEND, nullptr, 0);
 		post_send(p.a, wr);
@@ -658,8 +643,7 @@ void case_uc_write(Dev &d)
 	struct ibv_sge sg = src.sge(0, msg.size());
 	struct ibv_send_wr wr = send_wr(id + 1, IBV_WR_RDMA_WRITE_WITH_IMM, &sg, 1);
 	wr.imm_data = htobe32(0x7777);
-	wr.wr.rdma.remote_addr = tgt.addr(0);
-	wr.wr.rdma.rkey = tgt.rkey();
+	remote_at(wr, tgt, 0);
 	post_send(p.a, &wr);
 	check_wc(wait_one(p.a.scq, "write_imm"), "uc write_imm", id + 1, IBV_WC_SUCCESS,
 		 IBV_WC_RDMA_WRITE);
@@ -896,8 +880,7 @@ void expect_flushing(Ep &e, Buf &b, const std::string &what)
 	std::vector<struct ibv_send_wr> wr(3);
 	for (int i = 0; i < 3; i++) {
 		wr[i] = send_wr(0xf1000 + i, i == 1 ? IBV_WR_RDMA_WRITE : IBV_WR_SEND, &sg[i], 1);
-		wr[i].wr.rdma.remote_addr = b.addr(0);
-		wr[i].wr.rdma.rkey = b.rkey();
+		remote_at(wr[i], b, 0);
 		wr[i].next = i < 2 ? &wr[i + 1] : nullptr;
 	}
 	post_send(e, wr.data());
@@ -931,8 +914,7 @@ void case_err_read_out_of_bounds(Dev &d)
 	/* the last 100 bytes of the MR: fine */
 	struct ibv_sge sg = local.sge(0, 100);
 	struct ibv_send_wr wr = send_wr(0x2100, IBV_WR_RDMA_READ, &sg, 1);
-	wr.wr.rdma.remote_addr = remote.addr(8192 - 100);
-	wr.wr.rdma.rkey = remote.rkey();
+	remote_at(wr, remote, 8192 - 100);
 	post_send(p.a, &wr);
 	check_wc(wait_one(p.a.scq, "read"), "read of the MR's last 100 bytes", 0x2100,
 		 IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
@@ -941,8 +923,7 @@ void case_err_read_out_of_bounds(Dev &d)
 	/* 100 bytes further: 100 past the end */
 	sg = local.sge(200, 200);
 	wr = send_wr(0x2101, IBV_WR_RDMA_READ, &sg, 1);
-	wr.wr.rdma.remote_addr = remote.addr(8192 - 100);
-	wr.wr.rdma.rkey = remote.rkey();
+	remote_at(wr, remote, 8192 - 100);
 	post_send(p.a, &wr);
 	check_wc(wait_one(p.a.scq, "read"), "read 100 bytes past the MR end", 0x2101,
 		 IBV_WC_REM_ACCESS_ERR);
@@ -967,8 +948,7 @@ void case_err_write_no_remote_access(Dev &d)
 	src.put(0, pattern(64, 0x2200));
 	struct ibv_sge sg = src.sge(0, 64);
 	struct ibv_send_wr wr = send_wr(0x2200, IBV_WR_RDMA_WRITE, &sg, 1);
-	wr.wr.rdma.remote_addr = tgt.addr(0);
-	wr.wr.rdma.rkey = tgt.rkey();
+	remote_at(wr, tgt, 0);
 	post_send(p.a, &wr);
 	check_wc(wait_one(p.a.scq, "write"), "write to an MR without REMOTE_WRITE", 0x2200,
 		 IBV_WC_REM_ACCESS_ERR);

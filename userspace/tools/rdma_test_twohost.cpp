@@ -191,8 +191,7 @@ void host_write_sizes(Peer &pr, enum ibv_qp_type t, const std::vector<size_t> &s
 			wr[0] = send_wr(id, imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE, &sg,
 					1);
 			wr[0].imm_data = htobe32(0xbeef0000u + static_cast<uint32_t>(i));
-			wr[0].wr.rdma.remote_addr = s.peer.addr + 7;
-			wr[0].wr.rdma.rkey = s.peer.rkey;
+			remote_at(wr[0], s.peer, 7);
 			wr[1] = send_wr(id + 0x80, IBV_WR_SEND, nullptr, 0);
 			wr[0].next = uc && !imm ? &wr[1] : nullptr;
 			post_send(s.ep, wr);
@@ -237,8 +236,7 @@ void host_rc_read(Peer &pr)
 			pr.sync("ready");
 			struct ibv_sge sg = buf.sge(11, size);
 			struct ibv_send_wr wr = send_wr(id, IBV_WR_RDMA_READ, &sg, 1);
-			wr.wr.rdma.remote_addr = s.peer.addr + 5;
-			wr.wr.rdma.rkey = s.peer.rkey;
+			remote_at(wr, s.peer, 5);
 			post_send(s.ep, &wr);
 			check_wc(wait_one(s.ep.scq, "read"), what, id, IBV_WC_SUCCESS,
 				 IBV_WC_RDMA_READ);
@@ -282,8 +280,7 @@ void host_rc_atomic(Peer &pr)
 		for (const Op &o : ops) {
 			struct ibv_sge sg = buf.sge(off, 8);
 			struct ibv_send_wr wr = send_wr(id, o.op, &sg, 1);
-			wr.wr.atomic.remote_addr = s.peer.addr + 64;
-			wr.wr.atomic.rkey = s.peer.rkey;
+			remote_at(wr, s.peer, 64);
 			wr.wr.atomic.compare_add = o.cmp_add;
 			wr.wr.atomic.swap = o.swap;
 			post_send(s.ep, &wr);
@@ -408,8 +405,7 @@ void host_rc_fence(Peer &pr)
 			struct ibv_sge rs = buf.sge(0, size), ss = buf.sge(0, size);
 			struct ibv_send_wr wr[2];
 			wr[0] = send_wr(0x3510 + round, IBV_WR_RDMA_READ, &rs, 1);
-			wr[0].wr.rdma.remote_addr = s.peer.addr;
-			wr[0].wr.rdma.rkey = s.peer.rkey;
+			remote_at(wr[0], s.peer, 0);
 			wr[0].next = &wr[1];
 			wr[1] = send_wr(0x3520 + round, IBV_WR_SEND, &ss, 1,
 					IBV_SEND_SIGNALED | IBV_SEND_FENCE);

@@ -1044,10 +1044,18 @@ bool setup_env(wqs::Env &e, struct ibv_context *ctx, const char *gid_arg,
 	return true;
 }
 
-/* The teardown both share: "<prefix>_teardown", the time taken, RESULT. */
-int finish_env(wqs::Env &e, const std::string &prefix, const char *mode,
-	       Clock::time_point t0)
+/*
+ * Runs body in the shared setup, then the shared teardown: check
+ * "<prefix>_teardown", the time the mode took, RESULT.
+ */
+int run_env(struct ibv_context *ctx, const char *gid_arg, const std::string &prefix,
+	    const char *mode, const std::function<void(wqs::Env &)> &body)
 {
+	wqs::Env e;
+	const auto t0 = Clock::now();
+	if (!setup_env(e, ctx, gid_arg, prefix))
+		return 1;
+	body(e);
 	wqs::drain_events(e.ctx);
 	bool ok = ibv_dereg_mr(e.mr) == 0;
 	ok &= ibv_dealloc_pd(e.pd) == 0;
@@ -1059,14 +1067,9 @@ int finish_env(wqs::Env &e, const std::string &prefix, const char *mode,
 	return failures ? 1 : 0;
 }
 
-int mode_wq_scribble(struct ibv_context *ctx, const char *gid_arg)
+void wq_scribble(wqs::Env &e)
 {
 	using namespace wqs;
-	Env e;
-	e.ctx = ctx;
-	const auto t0 = Clock::now();
-	if (!setup_env(e, ctx, gid_arg, "wq"))
-		return 1;
 	std::printf("  gid index %d\n", e.gid_index);
 
 	/* A sanity pair first: the loopback works, so failures below mean something. */
@@ -1154,7 +1157,6 @@ int mode_wq_scribble(struct ibv_context *ctx, const char *gid_arg)
 
 	/* 4: scribbling while another thread posts */
 	concurrent(e, 3.0);
-	return finish_env(e, "wq", "wq-scribble", t0);
 }
 
 
@@ -1434,14 +1436,10 @@ void oversize(Env &e)
 
 } // namespace hard
 
-int mode_harden(struct ibv_context *ctx, const char *only)
+/* harden, or only its case called only */
+void harden(wqs::Env &e, const char *only)
 {
-	using namespace wqs;
-	Env e;
-	e.ctx = ctx;
-	const auto t0 = Clock::now();
-	if (!setup_env(e, ctx, nullptr, "harden"))
-		return 1;
+	using wqs::Env;
 	const std::vector<std::pair<const char *, void (*)(Env &)>> cases = {
 		{"oversize", hard::oversize},
 		{"recv_after_err", hard::recv_after_err},
@@ -1453,7 +1451,6 @@ int mode_harden(struct ibv_context *ctx, const char *only)
 	for (const auto &[cname, fn] : cases)
 		if (!only || std::strcmp(only, cname) == 0)
 			fn(e);
-	return finish_env(e, "harden", "harden", t0);
 }
 
 /*
@@ -1521,9 +1518,11 @@ int main(int argc, char **argv)
 	if (mode == "scribble")
 		return mode_scribble(ctx);
 	if (mode == "wq-scribble")
-		return mode_wq_scribble(ctx, argc == 4 ? argv[3] : nullptr);
+		return run_env(ctx, argc == 4 ? argv[3] : nullptr, "wq", "wq-scribble", wq_scribble);
 	if (mode == "harden")
-		return mode_harden(ctx, argc == 4 ? argv[3] : nullptr);
+		return run_env(ctx, nullptr, "harden", "harden", [&](wqs::Env &e) {
+			harden(e, argc == 4 ? argv[3] : nullptr);
+		});
 	if (mode == "qp-hog")
 		return mode_qp_hog(ctx, argc == 4 ? std::atoi(argv[3]) : 32);
 
