@@ -246,6 +246,24 @@ void case_rc_send_solicited(Dev &d)
 
 /* ------------------------------------------------------------ loopback: RC RDMA */
 
+/*
+ * One RDMA WRITE or READ from a between local pieces and remote memory at
+ * raddr (rkey); its completion must have status st.
+ */
+void rdma_once(Ep &a, enum ibv_wr_opcode op, const std::vector<Piece> &local, uint64_t raddr,
+	       uint32_t rkey, uint64_t id, const std::string &what,
+	       enum ibv_wc_status st = IBV_WC_SUCCESS)
+{
+	const bool write = op == IBV_WR_RDMA_WRITE;
+	auto sg = sges(local);
+	struct ibv_send_wr wr = send_wr(id, op, sg.data(), static_cast<int>(sg.size()));
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	post_send(a, &wr);
+	check_wc(wait_one(a.scq, write ? "write" : "read"), what, id, st,
+		 write ? IBV_WC_RDMA_WRITE : IBV_WC_RDMA_READ);
+}
+
 void case_rc_write(Dev &d)
 {
 	need_sges(d, 3);
@@ -256,12 +274,9 @@ void case_rc_write(Dev &d)
 		tgt.reset(SENTINEL);
 		const auto msg = pattern(size, id);
 		src.put(0, msg);
-		struct ibv_sge sg = src.sge(0, size);
-		struct ibv_send_wr wr = send_wr(id, IBV_WR_RDMA_WRITE, &sg, 1);
-		remote_at(wr, tgt, 77);
-		post_send(p.a, &wr);
 		const std::string what = strf("write %zu", size);
-		check_wc(wait_one(p.a.scq, "write"), what, id, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+		rdma_once(p.a, IBV_WR_RDMA_WRITE, {{&src, 0, size}}, tgt.addr(77), tgt.rkey(), id,
+			  what);
 		tgt.want(77, msg);
 		tgt.check(what);
 		id++;
@@ -272,12 +287,7 @@ void case_rc_write(Dev &d)
 	tgt.reset(SENTINEL);
 	const auto msg = pattern(total(snd), id);
 	put_pieces(snd, msg);
-	auto ss = sges(snd);
-	struct ibv_send_wr wr = send_wr(id, IBV_WR_RDMA_WRITE, ss.data(), 3);
-	remote_at(wr, tgt, 4093);
-	post_send(p.a, &wr);
-	check_wc(wait_one(p.a.scq, "write"), "write 3 sge", id, IBV_WC_SUCCESS,
-		 IBV_WC_RDMA_WRITE);
+	rdma_once(p.a, IBV_WR_RDMA_WRITE, snd, tgt.addr(4093), tgt.rkey(), id, "write 3 sge");
 	tgt.want(4093, msg);
 	tgt.check("write 3 sge");
 	expect_no_wc(p.b.rcq, "target recv cq (plain WRITE consumes nothing)");
@@ -326,12 +336,9 @@ void case_rc_read(Dev &d)
 		local.reset(SENTINEL);
 		const auto msg = pattern(size, id);
 		remote.put(5, msg);
-		struct ibv_sge sg = local.sge(11, size);
-		struct ibv_send_wr wr = send_wr(id, IBV_WR_RDMA_READ, &sg, 1);
-		remote_at(wr, remote, 5);
-		post_send(p.a, &wr);
 		const std::string what = strf("read %zu", size);
-		check_wc(wait_one(p.a.scq, "read"), what, id, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+		rdma_once(p.a, IBV_WR_RDMA_READ, {{&local, 11, size}}, remote.addr(5), remote.rkey(),
+			  id, what);
 		local.want(11, msg);
 		local.check(what);
 		remote.check(what + " remote");
@@ -342,11 +349,7 @@ void case_rc_read(Dev &d)
 	const std::vector<Piece> dst = {{&l1, 3, 1999}, {&l2, 4000, 197}, {&l3, 1, 6001}};
 	const auto msg = pattern(total(dst), id);
 	remote.put(101, msg);
-	auto ds = sges(dst);
-	struct ibv_send_wr wr = send_wr(id, IBV_WR_RDMA_READ, ds.data(), 3);
-	remote_at(wr, remote, 101);
-	post_send(p.a, &wr);
-	check_wc(wait_one(p.a.scq, "read"), "read 3 sge", id, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	rdma_once(p.a, IBV_WR_RDMA_READ, dst, remote.addr(101), remote.rkey(), id, "read 3 sge");
 	want_pieces(dst, msg);
 	for (Buf *b : {&l1, &l2, &l3})
 		b->check("read 3 sge");
@@ -894,13 +897,8 @@ void case_err_bad_rkey(Dev &d)
 {
 	Pair p = rc_pair(d);
 	Buf src(d, 4096, "src"), tgt(d, 4096, "target");
-	struct ibv_sge sg = src.sge(0, 100);
-	struct ibv_send_wr wr = send_wr(0x2000, IBV_WR_RDMA_WRITE, &sg, 1);
-	wr.wr.rdma.remote_addr = tgt.addr(0);
-	wr.wr.rdma.rkey = tgt.rkey() ^ 0x00ffff00;
-	post_send(p.a, &wr);
-	check_wc(wait_one(p.a.scq, "write"), "write with a wrong rkey", 0x2000,
-		 IBV_WC_REM_ACCESS_ERR);
+	rdma_once(p.a, IBV_WR_RDMA_WRITE, {{&src, 0, 100}}, tgt.addr(0), tgt.rkey() ^ 0x00ffff00,
+		  0x2000, "write with a wrong rkey", IBV_WC_REM_ACCESS_ERR);
 	tgt.check("target of the rejected write");
 	expect_flushing(p.a, src, "wrong rkey");
 }
@@ -912,31 +910,19 @@ void case_err_read_out_of_bounds(Dev &d)
 	const auto msg = pattern(100, 0x2100);
 	remote.put(8192 - 100, msg);
 	/* the last 100 bytes of the MR: fine */
-	struct ibv_sge sg = local.sge(0, 100);
-	struct ibv_send_wr wr = send_wr(0x2100, IBV_WR_RDMA_READ, &sg, 1);
-	remote_at(wr, remote, 8192 - 100);
-	post_send(p.a, &wr);
-	check_wc(wait_one(p.a.scq, "read"), "read of the MR's last 100 bytes", 0x2100,
-		 IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	const uint64_t last = remote.addr(8192 - 100);
+	rdma_once(p.a, IBV_WR_RDMA_READ, {{&local, 0, 100}}, last, remote.rkey(), 0x2100,
+		  "read of the MR's last 100 bytes");
 	local.want(0, msg);
 	local.check("read of the MR's last 100 bytes");
 	/* 100 bytes further: 100 past the end */
-	sg = local.sge(200, 200);
-	wr = send_wr(0x2101, IBV_WR_RDMA_READ, &sg, 1);
-	remote_at(wr, remote, 8192 - 100);
-	post_send(p.a, &wr);
-	check_wc(wait_one(p.a.scq, "read"), "read 100 bytes past the MR end", 0x2101,
-		 IBV_WC_REM_ACCESS_ERR);
+	rdma_once(p.a, IBV_WR_RDMA_READ, {{&local, 200, 200}}, last, remote.rkey(), 0x2101,
+		  "read 100 bytes past the MR end", IBV_WC_REM_ACCESS_ERR);
 	expect_flushing(p.a, local, "read out of bounds");
 	/* a fresh pair: a read starting before the MR */
 	Pair q = rc_pair(d);
-	sg = local.sge(0, 64);
-	wr = send_wr(0x2102, IBV_WR_RDMA_READ, &sg, 1);
-	wr.wr.rdma.remote_addr = remote.addr(0) - 32;
-	wr.wr.rdma.rkey = remote.rkey();
-	post_send(q.a, &wr);
-	check_wc(wait_one(q.a.scq, "read"), "read starting 32 bytes before the MR", 0x2102,
-		 IBV_WC_REM_ACCESS_ERR);
+	rdma_once(q.a, IBV_WR_RDMA_READ, {{&local, 0, 64}}, remote.addr(0) - 32, remote.rkey(),
+		  0x2102, "read starting 32 bytes before the MR", IBV_WC_REM_ACCESS_ERR);
 	remote.check("remote");
 }
 
@@ -946,12 +932,8 @@ void case_err_write_no_remote_access(Dev &d)
 	Buf src(d, 4096, "src");
 	Buf tgt(d, 4096, "read-only target", IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
 	src.put(0, pattern(64, 0x2200));
-	struct ibv_sge sg = src.sge(0, 64);
-	struct ibv_send_wr wr = send_wr(0x2200, IBV_WR_RDMA_WRITE, &sg, 1);
-	remote_at(wr, tgt, 0);
-	post_send(p.a, &wr);
-	check_wc(wait_one(p.a.scq, "write"), "write to an MR without REMOTE_WRITE", 0x2200,
-		 IBV_WC_REM_ACCESS_ERR);
+	rdma_once(p.a, IBV_WR_RDMA_WRITE, {{&src, 0, 64}}, tgt.addr(0), tgt.rkey(), 0x2200,
+		  "write to an MR without REMOTE_WRITE", IBV_WC_REM_ACCESS_ERR);
 	tgt.check("MR without REMOTE_WRITE");
 	expect_flushing(p.a, src, "write without access");
 }

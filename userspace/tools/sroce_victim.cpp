@@ -98,11 +98,7 @@ struct Options {
 
 uint64_t num(const std::string &s, uint64_t max)
 {
-	uint64_t v = 0;
-
-	if (!sroce_tool::parse_num(s, max, &v))
-		usage(("bad number " + s).c_str());
-	return v;
+	return sroce_tool::parse_num_or(s, max, usage);
 }
 
 std::string trim(const std::string &s)

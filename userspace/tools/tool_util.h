@@ -63,6 +63,17 @@ inline bool parse_num(const std::string &s, uint64_t max, uint64_t *out)
 	return true;
 }
 
+/* parse_num, or usage("bad number S"), which must not return. */
+inline uint64_t parse_num_or(const std::string &s, uint64_t max, void (*usage)(const char *))
+{
+	uint64_t v = 0;
+	if (!parse_num(s, max, &v)) {
+		usage(("bad number " + s).c_str());
+		std::abort();
+	}
+	return v;
+}
+
 } // namespace sroce_tool
 
 #endif /* SROCE_TOOL_UTIL_H */
