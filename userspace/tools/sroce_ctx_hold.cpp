@@ -27,7 +27,7 @@
 
 #include <infiniband/verbs.h>
 
-#include "tool_util.h"
+#include "verbs_harness.h"
 
 using sroce_tool::errno_text;
 
@@ -41,13 +41,11 @@ int main(int argc, char **argv)
 	/* Must precede the first libibverbs call, which reads it. */
 	setenv("RDMAV_ALLOW_DISASSOC_DESTROY", "1", 0);
 
-	const sroce_tool::DeviceList devices;
-	struct ibv_device *dev = devices.find(want);
-	if (!dev)
-		return 2;
-
-	struct ibv_context *ctx = ibv_open_device(dev);
+	bool not_found;
+	struct ibv_context *ctx = sroce_tool::open_device(want, &not_found);
 	if (!ctx) {
+		if (not_found)
+			return 2;
 		std::fprintf(stderr, "ERROR ibv_open_device %s: %s\n", want,
 			     errno_text(errno).c_str());
 		return 1;

@@ -55,7 +55,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/sroce-abi.h>
 
-#include "tool_util.h"
+#include "verbs_harness.h"
 
 /*
  * The provider's own objects (userspace/provider/sroce.h): wq-scribble finds
@@ -69,7 +69,12 @@ extern "C" int ibv_cmd_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 
 namespace {
 
+using sroce_tool::Clock;
 using sroce_tool::errno_text;
+using sroce_tool::Mapping;
+using sroce_tool::qp_state;
+using sroce_tool::reg_mr;
+using sroce_tool::seconds_since;
 
 int failures = 0;
 
@@ -84,17 +89,11 @@ void check(const std::string &name, bool ok, const std::string &why = "")
 	std::fflush(stdout);
 }
 
-struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t len, int access)
-{
-	errno = 0;
-	return ibv_reg_mr(pd, addr, len, access);
-}
-
 /* reg_mr must fail with one of the listed errnos. */
 void expect_reg_fails(struct ibv_pd *pd, const char *name, void *addr,
 		      size_t len, int access, std::initializer_list<int> errs)
 {
-	struct ibv_mr *mr = reg(pd, addr, len, access);
+	struct ibv_mr *mr = reg_mr(pd, addr, len, access);
 	const int e = errno;
 	if (mr) {
 		ibv_dereg_mr(mr);
@@ -107,21 +106,15 @@ void expect_reg_fails(struct ibv_pd *pd, const char *name, void *addr,
 	check(name, ok, "got " + errno_text(e));
 }
 
-void *map_anon(size_t len)
-{
-	void *p = mmap(nullptr, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	return p == MAP_FAILED ? nullptr : p;
-}
-
 void test_mr(struct ibv_pd *pd)
 {
 	const int lw = IBV_ACCESS_LOCAL_WRITE;
 	const int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 	const size_t big = 64u << 20;
-	char *buf = static_cast<char *>(map_anon(big));
-	if (!buf) {
+	const Mapping big_map(big);
+	char *buf = reinterpret_cast<char *>(big_map.p());
+	if (!big_map) {
 		check("mr_map_64MiB", false, errno_text(errno));
 		return;
 	}
@@ -141,7 +134,7 @@ void test_mr(struct ibv_pd *pd)
 	std::vector<struct ibv_mr *> mrs;
 	std::set<uint32_t> keys;
 	for (const Case &c : cases) {
-		struct ibv_mr *mr = reg(pd, buf + c.off, c.len, c.access);
+		struct ibv_mr *mr = reg_mr(pd, buf + c.off, c.len, c.access);
 		if (!mr) {
 			check(c.name, false, errno_text(errno));
 			continue;
@@ -155,7 +148,7 @@ void test_mr(struct ibv_pd *pd)
 		mrs.push_back(mr);
 	}
 	/* The same memory registered twice gets two keys. */
-	struct ibv_mr *again = reg(pd, buf, 4096, lw);
+	struct ibv_mr *again = reg_mr(pd, buf, 4096, lw);
 	check("mr_same_memory_twice", again && keys.insert(again->lkey).second,
 	      again ? "duplicate key" : errno_text(errno));
 	if (again)
@@ -167,11 +160,11 @@ void test_mr(struct ibv_pd *pd)
 	check("mr_dereg", dereg_ok);
 
 	/* A key is not reused right away after deregistration. */
-	struct ibv_mr *a = reg(pd, buf, 4096, lw);
+	struct ibv_mr *a = reg_mr(pd, buf, 4096, lw);
 	const uint32_t old_key = a ? a->lkey : 0;
 	if (a)
 		ibv_dereg_mr(a);
-	struct ibv_mr *b = reg(pd, buf, 4096, lw);
+	struct ibv_mr *b = reg_mr(pd, buf, 4096, lw);
 	check("mr_key_not_reused", a && b && b->lkey != old_key);
 	if (b)
 		ibv_dereg_mr(b);
@@ -190,21 +183,20 @@ void test_mr(struct ibv_pd *pd)
 	expect_reg_fails(pd, "mr_zero_length", buf, 0, lw, {EINVAL});
 
 	/* Unmapped memory cannot be pinned. */
-	char *hole = static_cast<char *>(map_anon(4 * 4096));
-	munmap(hole, 4 * 4096);
+	char *hole = reinterpret_cast<char *>(Mapping(4 * 4096).p());
 	expect_reg_fails(pd, "mr_unmapped_memory", hole, 4 * 4096, lw, {EFAULT});
 
 	/* Read-only memory: readable registration works, writable does not. */
-	char *ro = static_cast<char *>(map_anon(4096));
+	const Mapping ro_map(4096);
+	char *ro = reinterpret_cast<char *>(ro_map.p());
 	ro[0] = 1;
 	mprotect(ro, 4096, PROT_READ);
-	struct ibv_mr *rmr = reg(pd, ro, 4096, IBV_ACCESS_REMOTE_READ);
+	struct ibv_mr *rmr = reg_mr(pd, ro, 4096, IBV_ACCESS_REMOTE_READ);
 	check("mr_read_only_memory_readable", rmr != nullptr, errno_text(errno));
 	if (rmr)
 		ibv_dereg_mr(rmr);
 	expect_reg_fails(pd, "mr_read_only_memory_writable", ro, 4096, lw,
 			 {EFAULT});
-	munmap(ro, 4096);
 
 	/* Thousands of small MRs: all distinct keys, all deregister. */
 	const int many = 4000;
@@ -212,7 +204,7 @@ void test_mr(struct ibv_pd *pd)
 	std::set<uint32_t> lot_keys;
 	int reg_err = 0;
 	for (int i = 0; i < many; i++) {
-		struct ibv_mr *mr = reg(pd, buf + (i % 1024) * 4096, 4096, lw);
+		struct ibv_mr *mr = reg_mr(pd, buf + (i % 1024) * 4096, 4096, lw);
 		if (!mr) {
 			reg_err = errno;
 			break;
@@ -227,8 +219,6 @@ void test_mr(struct ibv_pd *pd)
 	for (struct ibv_mr *mr : lots)
 		dereg_ok &= ibv_dereg_mr(mr) == 0;
 	check("mr_4000_dereg", dereg_ok);
-
-	munmap(buf, big);
 }
 
 struct ibv_cq *make_cq(struct ibv_context *ctx, int cqe,
@@ -373,8 +363,6 @@ int mode_scribble(struct ibv_context *ctx)
 
 namespace wqs {
 
-using Clock = std::chrono::steady_clock;
-
 constexpr double kWait = 8.0;		/* seconds, every wait */
 constexpr uint32_t kQkey = 0x11111111;
 constexpr size_t kBufSize = 1 << 20;
@@ -384,53 +372,17 @@ struct Env {
 	struct ibv_context *ctx = nullptr;
 	struct ibv_pd *pd = nullptr;
 	struct ibv_mr *mr = nullptr;
+	Mapping map;
 	char *buf = nullptr;
 	int gid_index = -1;
 	union ibv_gid gid = {};
 	std::mt19937 rng{20240611};
 };
 
-double since(Clock::time_point t0)
-{
-	return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-/* Port 1's RoCE v2 GID with an IPv4-mapped address, from sysfs. */
-int find_ipv4_gid(struct ibv_context *ctx, union ibv_gid *gid)
-{
-	const std::string base = std::string("/sys/class/infiniband/") +
-				 ibv_get_device_name(ctx->device) + "/ports/1/";
-	for (int i = 0; i < 1024; i++) {
-		std::ifstream t(base + "gid_attrs/types/" + std::to_string(i));
-		std::string type;
-		if (!t || !std::getline(t, type) || type.find("v2") == std::string::npos)
-			continue;
-		union ibv_gid g;
-		if (ibv_query_gid(ctx, 1, i, &g))
-			continue;
-		static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-		if (std::memcmp(g.raw, mapped, 12) == 0 &&
-		    (g.raw[12] | g.raw[13] | g.raw[14] | g.raw[15])) {
-			*gid = g;
-			return i;
-		}
-	}
-	return -1;
-}
-
 const char *state_name(int s)
 {
-	static const char *const n[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
-	return s >= 0 && s <= 6 ? n[s] : "?";
-}
-
-int qp_state(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a = {};
-	struct ibv_qp_init_attr ia = {};
-	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia))
-		return -1;
-	return a.qp_state;
+	const char *name = sroce_tool::qp_state_name(s);
+	return name ? name : "?";
 }
 
 /* One QP with its own send and receive CQs. */
@@ -448,84 +400,48 @@ bool make_side(Env &e, Side &s, enum ibv_qp_type type, struct ibv_srq *srq = nul
 	s.rcq = ibv_create_cq(e.ctx, 64, nullptr, nullptr, 0);
 	if (!s.scq || !s.rcq)
 		return false;
-	struct ibv_qp_init_attr ia = {};
-	ia.send_cq = s.scq;
-	ia.recv_cq = s.rcq;
-	ia.srq = srq;
-	ia.qp_type = type;
-	ia.cap.max_send_wr = 16;
-	ia.cap.max_recv_wr = srq ? 0 : 16;
-	ia.cap.max_send_sge = 4;
-	ia.cap.max_recv_sge = srq ? 0 : 4;
-	ia.cap.max_inline_data = 64;
+	sroce_tool::QpCaps caps;
+	caps.type = type;
+	caps.send_wr = caps.recv_wr = 16;
+	caps.send_sge = caps.recv_sge = 4;
+	caps.inline_data = 64;
+	caps.srq = srq;
+	struct ibv_qp_init_attr ia = sroce_tool::qp_init_attr(s.scq, s.rcq, caps);
 	s.qp = ibv_create_qp(e.pd, &ia);
 	return s.qp != nullptr;
+}
+
+/* Loopback through the device's own GID, PSNs 0, path MTU 1024. */
+sroce_tool::Path loopback_path(Env &e, enum ibv_qp_type type, uint32_t dqpn)
+{
+	sroce_tool::Path p;
+	p.type = type;
+	p.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	p.qkey = kQkey;
+	p.sgid_index = e.gid_index;
+	p.dgid = e.gid;
+	p.dest_qpn = dqpn;
+	p.min_rnr_timer = 1;
+	p.rnr_retry = 1;
+	return p;
 }
 
 bool rc_connect(Env &e, Side &s, uint32_t dqpn, uint8_t timeout = 10,
 		uint8_t retry = 1, uint8_t rd_atomic = 1)
 {
-	struct ibv_qp_attr a = {};
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			    IBV_ACCESS_REMOTE_READ;
-	if (ibv_modify_qp(s.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		return false;
-	a = {};
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dqpn;
-	a.rq_psn = 0;
-	a.max_dest_rd_atomic = rd_atomic;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = e.gid;
-	a.ah_attr.grh.sgid_index = static_cast<uint8_t>(e.gid_index);
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(s.qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		return false;
-	a = {};
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = timeout;
-	a.retry_cnt = retry;
-	a.rnr_retry = 1;
-	a.sq_psn = 0;
-	a.max_rd_atomic = rd_atomic;
+	sroce_tool::Path p = loopback_path(e, IBV_QPT_RC, dqpn);
+	p.max_dest_rd_atomic = p.max_rd_atomic = rd_atomic;
+	p.timeout = timeout;
+	p.retry_cnt = retry;
 	s.peer_qpn = dqpn;
-	return ibv_modify_qp(s.qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0;
+	return sroce_tool::connect_qp(s.qp, p) == 0;
 }
 
 bool ud_ready(Env &e, Side &s, uint32_t dqpn)
 {
-	struct ibv_qp_attr a = {};
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qkey = kQkey;
-	if (ibv_modify_qp(s.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_QKEY))
+	if (sroce_tool::connect_qp(s.qp, loopback_path(e, IBV_QPT_UD, dqpn)))
 		return false;
-	a = {};
-	a.qp_state = IBV_QPS_RTR;
-	if (ibv_modify_qp(s.qp, &a, IBV_QP_STATE))
-		return false;
-	a = {};
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0;
-	if (ibv_modify_qp(s.qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
-		return false;
-	struct ibv_ah_attr ah = {};
-	ah.is_global = 1;
-	ah.grh.dgid = e.gid;
-	ah.grh.sgid_index = static_cast<uint8_t>(e.gid_index);
-	ah.grh.hop_limit = 64;
-	ah.port_num = 1;
+	struct ibv_ah_attr ah = sroce_tool::ah_attr_to(1, e.gid_index, e.gid);
 	s.ah = ibv_create_ah(e.pd, &ah);
 	s.peer_qpn = dqpn;
 	return s.ah != nullptr;
@@ -592,6 +508,21 @@ bool destroy_pair(Pair &p, std::string *why)
 	return ok;
 }
 
+/* A check whose QPs could not be set up fails; what was made is destroyed. */
+void setup_failed(const char *name, Side &s)
+{
+	check(name, false, "setup: " + errno_text(errno));
+	std::string why;
+	destroy_side(s, &why);
+}
+
+void setup_failed(const char *name, Pair &p)
+{
+	check(name, false, "setup: " + errno_text(errno));
+	std::string why;
+	destroy_pair(p, &why);
+}
+
 /* Async events seen so far (read and acknowledged at once). */
 struct Event {
 	enum ibv_event_type type;
@@ -602,16 +533,10 @@ std::vector<Event> events;
 
 void drain_events(struct ibv_context *ctx, double wait_s = 0)
 {
-	const auto t0 = Clock::now();
-	for (;;) {
-		struct pollfd pfd = {ctx->async_fd, POLLIN, 0};
-		const double left = wait_s - since(t0);
-		const int n = poll(&pfd, 1, left > 0 ? static_cast<int>(left * 1000) + 1 : 0);
-		if (n <= 0)
-			return;
-		struct ibv_async_event ev;
-		if (ibv_get_async_event(ctx, &ev))
-			return;
+	/* one event waited for; the rest are picked up without waiting */
+	int wait_ms = wait_s > 0 ? static_cast<int>(wait_s * 1000) + 1 : 0;
+	struct ibv_async_event ev;
+	for (; sroce_tool::get_async_event(ctx, &ev, wait_ms); wait_ms = 0) {
 		Event x = {ev.event_type, 0, false};
 		switch (ev.event_type) {
 		case IBV_EVENT_QP_FATAL:
@@ -634,7 +559,6 @@ void drain_events(struct ibv_context *ctx, double wait_s = 0)
 		std::printf("  async event: %s qpn=%u\n", ibv_event_type_str(ev.event_type), x.qpn);
 		ibv_ack_async_event(&ev);
 		events.push_back(x);
-		wait_s = 0;	/* one event waited for; pick up the rest without waiting */
 	}
 }
 
@@ -649,15 +573,7 @@ bool saw_event(uint32_t qpn, enum ibv_event_type t)
 /* The next completion of cq, or false at the deadline. */
 bool wait_wc(struct ibv_cq *cq, struct ibv_wc *wc, double secs = kWait)
 {
-	const auto t0 = Clock::now();
-	for (;;) {
-		const int n = ibv_poll_cq(cq, 1, wc);
-		if (n > 0)
-			return true;
-		if (n < 0 || since(t0) > secs)
-			return false;
-		usleep(200);
-	}
+	return sroce_tool::poll_one(cq, wc, static_cast<int>(secs * 1000));
 }
 
 /*
@@ -669,7 +585,7 @@ int wait_err(struct ibv_qp *qp, double secs = kWait)
 	const auto t0 = Clock::now();
 	for (;;) {
 		const int s = qp_state(qp);
-		if (s == IBV_QPS_ERR || s == IBV_QPS_SQE || s < 0 || since(t0) > secs)
+		if (s == IBV_QPS_ERR || s == IBV_QPS_SQE || s < 0 || seconds_since(t0) > secs)
 			return s;
 		usleep(1000);
 	}
@@ -763,11 +679,8 @@ void sq_producer(Env &e, const char *name, int64_t delta)
 {
 	Pair p;
 	std::string why;
-	if (!make_pair(e, p, IBV_QPT_RC)) {
-		check(name, false, "setup: " + errno_text(errno));
-		destroy_pair(p, &why);
-		return;
-	}
+	if (!make_pair(e, p, IBV_QPT_RC))
+		return setup_failed(name, p);
 	auto &sq = sq_of(p.a.qp);
 	const uint32_t cons = __atomic_load_n(&sq.hdr->consumer, __ATOMIC_ACQUIRE);
 	__atomic_store_n(&sq.hdr->producer, static_cast<uint32_t>(cons + delta),
@@ -776,11 +689,11 @@ void sq_producer(Env &e, const char *name, int64_t delta)
 	ring_doorbell(p.a.qp);
 	const int st = wait_err(p.a.qp);
 	const auto t1 = Clock::now();
-	while (!saw_event(p.a.qp->qp_num, IBV_EVENT_QP_FATAL) && since(t1) < 2.0)
+	while (!saw_event(p.a.qp->qp_num, IBV_EVENT_QP_FATAL) && seconds_since(t1) < 2.0)
 		drain_events(e.ctx, 0.1);
 	const bool fatal = saw_event(p.a.qp->qp_num, IBV_EVENT_QP_FATAL);
 	std::printf("  %s: state %s after %.3f s, QP_FATAL %s\n", name, state_name(st),
-		    since(t0), fatal ? "seen" : "not seen");
+		    seconds_since(t0), fatal ? "seen" : "not seen");
 	/* The provider republishes its own producer: the kernel must flush, not hang. */
 	const int prc = post_send(e, p.a, 0x5e9d);
 	struct ibv_wc wc;
@@ -804,11 +717,8 @@ void sq_garbage(Env &e, const char *name, enum ibv_qp_type type, const Fill &fil
 {
 	Pair p;
 	std::string why;
-	if (!make_pair(e, p, type)) {
-		check(name, false, "setup: " + errno_text(errno));
-		destroy_pair(p, &why);
-		return;
-	}
+	if (!make_pair(e, p, type))
+		return setup_failed(name, p);
 	for (int i = 0; i < 4; i++)
 		post_recv(e, p.b, nullptr, 0x7000 + i, 65536 + i * 4096);
 	bool ok = raw_wqe(sq_of(p.a.qp), [&](unsigned char *s, size_t n) {
@@ -910,7 +820,7 @@ RecvOutcome send_and_watch(Env &e, Pair &p, bool reliable)
 	if (prc)
 		std::printf("  post_send: %s\n", errno_text(prc).c_str());
 	const auto t0 = Clock::now();
-	while (since(t0) < kWait) {
+	while (seconds_since(t0) < kWait) {
 		struct ibv_wc wc;
 		if (ibv_poll_cq(p.b.rcq, 1, &wc) > 0) {
 			(wc.status == IBV_WC_SUCCESS ? o.recv_ok : o.recv_err) = true;
@@ -920,7 +830,7 @@ RecvOutcome send_and_watch(Env &e, Pair &p, bool reliable)
 			o.send_done = true;
 		o.b_state = qp_state(p.b.qp);
 		const bool b_done = o.recv_err || o.recv_ok || o.b_state == IBV_QPS_ERR;
-		if (o.send_done && b_done && (reliable || since(t0) > 0.2))
+		if (o.send_done && b_done && (reliable || seconds_since(t0) > 0.2))
 			break;
 		usleep(500);
 	}
@@ -940,11 +850,8 @@ void recv_garbage(Env &e, const char *name, enum ibv_qp_type type, bool srq,
 					 &producer_ahead;
 	Pair p;
 	std::string why;
-	if (!make_pair(e, p, type, srq)) {
-		check(name, false, "setup: " + errno_text(errno));
-		destroy_pair(p, &why);
-		return;
-	}
+	if (!make_pair(e, p, type, srq))
+		return setup_failed(name, p);
 	spoil(e, srq ? rq_of(p.srq) : rq_of(p.b.qp));
 	const bool reliable = type == IBV_QPT_RC;
 	const RecvOutcome o = send_and_watch(e, p, reliable);
@@ -978,7 +885,7 @@ void recv_garbage(Env &e, const char *name, enum ibv_qp_type type, bool srq,
 			return false;
 		};
 		const auto t1 = Clock::now();
-		while (!seen() && since(t1) < 2.0)
+		while (!seen() && seconds_since(t1) < 2.0)
 			drain_events(e.ctx, 0.1);
 		fatal = seen();
 		events.clear();
@@ -1041,11 +948,8 @@ void concurrent(Env &e, double secs)
 	const char *name = "concurrent_sq_scribble";
 	Pair p;
 	std::string why;
-	if (!make_pair(e, p, IBV_QPT_RC)) {
-		check(name, false, "setup: " + errno_text(errno));
-		destroy_pair(p, &why);
-		return;
-	}
+	if (!make_pair(e, p, IBV_QPT_RC))
+		return setup_failed(name, p);
 	auto &sq = sq_of(p.a.qp);
 	unsigned char *map = reinterpret_cast<unsigned char *>(sq.hdr);
 	const size_t len = SROCE_WQ_SLOTS_OFF + (size_t{sq.entries} << sq.wqe_shift);
@@ -1069,7 +973,7 @@ void concurrent(Env &e, double secs)
 	std::map<int, uint64_t> sstat, rstat;
 	const auto t0 = Clock::now();
 	uint64_t n = 0;
-	while (since(t0) < secs) {
+	while (seconds_since(t0) < secs) {
 		if (post_send(e, p.a, n++) == 0)
 			posted++;
 		else
@@ -1089,7 +993,7 @@ void concurrent(Env &e, double secs)
 	scribbler.join();
 	std::printf("  %s: %.1f s, %" PRIu64 " ring scribbles, %" PRIu64
 		    " doorbells, %" PRIu64 " sends posted (%" PRIu64 " refused), %" PRIu64
-		    " receives posted\n", name, since(t0), scribbles.load(),
+		    " receives posted\n", name, seconds_since(t0), scribbles.load(),
 		    doorbells.load(), posted, post_err, recv_posted);
 	for (auto &[s, c] : sstat)
 		std::printf("  %s: sender %s x%" PRIu64 "\n", name,
@@ -1117,18 +1021,19 @@ bool setup_env(wqs::Env &e, struct ibv_context *ctx, const char *gid_arg,
 	using namespace wqs;
 
 	e.ctx = ctx;
-	fcntl(ctx->async_fd, F_SETFL, fcntl(ctx->async_fd, F_GETFL) | O_NONBLOCK);
+	sroce_tool::set_nonblocking(ctx->async_fd);
 	if (gid_arg) {
 		e.gid_index = std::atoi(gid_arg);
 		if (ibv_query_gid(ctx, 1, e.gid_index, &e.gid))
 			e.gid_index = -1;
 	} else {
-		e.gid_index = find_ipv4_gid(ctx, &e.gid);
+		e.gid_index = sroce_tool::find_roce_v2_gid(ctx, 1, false, &e.gid);
 	}
 	check(prefix + "_gid", e.gid_index >= 0, "no IPv4 RoCE v2 GID on port 1");
 	e.pd = ibv_alloc_pd(ctx);
-	e.buf = static_cast<char *>(map_anon(kBufSize));
-	if (e.pd && e.buf)
+	e.map = Mapping(kBufSize);
+	e.buf = reinterpret_cast<char *>(e.map.p());
+	if (e.pd && e.map)
 		e.mr = ibv_reg_mr(e.pd, e.buf, kBufSize, IBV_ACCESS_LOCAL_WRITE |
 				  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	check(prefix + "_setup", e.mr != nullptr, errno_text(errno));
@@ -1139,14 +1044,32 @@ bool setup_env(wqs::Env &e, struct ibv_context *ctx, const char *gid_arg,
 	return true;
 }
 
-int mode_wq_scribble(struct ibv_context *ctx, const char *gid_arg)
+/*
+ * Runs body in the shared setup, then the shared teardown: check
+ * "<prefix>_teardown", the time the mode took, RESULT.
+ */
+int run_env(struct ibv_context *ctx, const char *gid_arg, const std::string &prefix,
+	    const char *mode, const std::function<void(wqs::Env &)> &body)
+{
+	wqs::Env e;
+	const auto t0 = Clock::now();
+	if (!setup_env(e, ctx, gid_arg, prefix))
+		return 1;
+	body(e);
+	wqs::drain_events(e.ctx);
+	bool ok = ibv_dereg_mr(e.mr) == 0;
+	ok &= ibv_dealloc_pd(e.pd) == 0;
+	ok &= ibv_close_device(e.ctx) == 0;
+	check(prefix + "_teardown", ok, "dereg/dealloc/close failed");
+	e.map = Mapping();
+	std::printf("  %s took %.1f s\n", mode, seconds_since(t0));
+	std::printf("RESULT: %s\n", failures ? "FAIL" : "PASS");
+	return failures ? 1 : 0;
+}
+
+void wq_scribble(wqs::Env &e)
 {
 	using namespace wqs;
-	Env e;
-	e.ctx = ctx;
-	const auto t0 = Clock::now();
-	if (!setup_env(e, ctx, gid_arg, "wq"))
-		return 1;
 	std::printf("  gid index %d\n", e.gid_index);
 
 	/* A sanity pair first: the loopback works, so failures below mean something. */
@@ -1234,17 +1157,6 @@ int mode_wq_scribble(struct ibv_context *ctx, const char *gid_arg)
 
 	/* 4: scribbling while another thread posts */
 	concurrent(e, 3.0);
-
-	drain_events(ctx);
-	std::string why;
-	bool ok = ibv_dereg_mr(e.mr) == 0;
-	ok &= ibv_dealloc_pd(e.pd) == 0;
-	ok &= ibv_close_device(ctx) == 0;
-	check("wq_teardown", ok, "dereg/dealloc/close failed");
-	munmap(e.buf, kBufSize);
-	std::printf("  wq-scribble took %.1f s\n", since(t0));
-	std::printf("RESULT: %s\n", failures ? "FAIL" : "PASS");
-	return failures ? 1 : 0;
 }
 
 
@@ -1268,11 +1180,8 @@ void sq_rewind(Env &e)
 	Side s;
 	std::string why;
 	if (!make_side(e, s, IBV_QPT_RC) ||
-	    !rc_connect(e, s, 0xfffff0, 18, 7)) {
-		check(name, false, "setup: " + errno_text(errno));
-		destroy_side(s, &why);
-		return;
-	}
+	    !rc_connect(e, s, 0xfffff0, 18, 7))
+		return setup_failed(name, s);
 	for (int i = 0; i < 4; i++)
 		post_send(e, s, 0x100 + i);
 	usleep(100 * 1000);	/* the kernel fetches them */
@@ -1286,11 +1195,11 @@ void sq_rewind(Env &e)
 	ring_doorbell(s.qp);
 	const int st = wait_err(s.qp);
 	const auto t1 = Clock::now();
-	while (!saw_event(s.qp->qp_num, IBV_EVENT_QP_FATAL) && since(t1) < 2.0)
+	while (!saw_event(s.qp->qp_num, IBV_EVENT_QP_FATAL) && seconds_since(t1) < 2.0)
 		drain_events(e.ctx, 0.1);
 	const bool fatal = saw_event(s.qp->qp_num, IBV_EVENT_QP_FATAL);
 	std::printf("  %s: qp_state=%s fatal_event=%d after %.3f s\n", name,
-		    state_name(st), fatal, since(t0));
+		    state_name(st), fatal, seconds_since(t0));
 	const bool destroyed = destroy_side(s, &why);
 	check(name, st == IBV_QPS_ERR && fatal && destroyed,
 	      std::string("state ") + state_name(st) + (fatal ? "" : ", no QP_FATAL") + why);
@@ -1302,11 +1211,8 @@ void recv_after_err(Env &e)
 	const char *name = "recv_posted_in_err_is_flushed";
 	Pair p;
 	std::string why;
-	if (!make_pair(e, p, IBV_QPT_RC)) {
-		check(name, false, "setup: " + errno_text(errno));
-		destroy_pair(p, &why);
-		return;
-	}
+	if (!make_pair(e, p, IBV_QPT_RC))
+		return setup_failed(name, p);
 	post_recv(e, p.b, nullptr, 0x201, 0);
 	struct ibv_qp_attr a = {};
 	a.qp_state = IBV_QPS_ERR;
@@ -1316,7 +1222,7 @@ void recv_after_err(Env &e)
 	bool bad_status = false;
 	auto collect = [&](double secs) {
 		const auto t0 = Clock::now();
-		while (since(t0) < secs) {
+		while (seconds_since(t0) < secs) {
 			while (ibv_poll_cq(p.b.rcq, 1, &wc) > 0) {
 				seen[wc.wr_id]++;
 				bad_status |= wc.status != IBV_WC_WR_FLUSH_ERR;
@@ -1385,22 +1291,15 @@ void srq_pd(Env &e)
 constexpr size_t kBigSize = 16u << 20;
 
 struct Big {
-	char *buf = nullptr;
-	struct ibv_mr *mr = nullptr;
+	Mapping map{kBigSize};
+	char *buf = reinterpret_cast<char *>(map.p());
+	sroce_tool::MrPtr mr;
 
 	explicit Big(Env &e)
 	{
-		buf = static_cast<char *>(map_anon(kBigSize));
-		if (buf)
-			mr = ibv_reg_mr(e.pd, buf, kBigSize, IBV_ACCESS_LOCAL_WRITE |
-					IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
-	}
-	~Big()
-	{
-		if (mr)
-			ibv_dereg_mr(mr);
-		if (buf)
-			munmap(buf, kBigSize);
+		if (map)
+			mr.reset(ibv_reg_mr(e.pd, buf, kBigSize, IBV_ACCESS_LOCAL_WRITE |
+					    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE));
 	}
 };
 
@@ -1435,11 +1334,8 @@ void destroy_self(Env &e)
 	Side s;
 	std::string why;
 	if (!make_side(e, s, IBV_QPT_RC) ||
-	    !rc_connect(e, s, s.qp->qp_num, 14, 7, 16)) {
-		check(name, false, "setup: " + errno_text(errno));
-		destroy_side(s, &why);
-		return;
-	}
+	    !rc_connect(e, s, s.qp->qp_num, 14, 7, 16))
+		return setup_failed(name, s);
 	Big big(e);
 	if (!big.mr) {
 		check(name, false, "16 MiB MR: " + errno_text(errno));
@@ -1450,7 +1346,7 @@ void destroy_self(Env &e)
 	/* at once: the READ is being answered, the SENDs queue behind it */
 	const auto t0 = Clock::now();
 	const bool destroyed = destroy_side(s, &why);
-	const double t = since(t0);
+	const double t = seconds_since(t0);
 	std::printf("  %s: destroyed in %.3f s\n", name, t);
 	check(name, destroyed, why);
 }
@@ -1488,7 +1384,7 @@ void destroy_concurrent(Env &e)
 	std::thread t2([&] { ok[1] = destroy_pair(p[1], &why[1]); });
 	t1.join();
 	t2.join();
-	std::printf("  %s: destroyed in %.3f s\n", name, since(t0));
+	std::printf("  %s: destroyed in %.3f s\n", name, seconds_since(t0));
 	check(name, ok[0] && ok[1], why[0] + why[1]);
 }
 
@@ -1499,14 +1395,12 @@ void oversize(Env &e)
 	ibv_query_device(e.ctx, &da);
 	struct ibv_cq *cq = ibv_create_cq(e.ctx, 16, nullptr, nullptr, 0);
 	auto qp_with = [&](int send_wr, int recv_wr, int sge) {
-		struct ibv_qp_init_attr ia = {};
-		ia.send_cq = cq;
-		ia.recv_cq = cq;
-		ia.qp_type = IBV_QPT_RC;
-		ia.cap.max_send_wr = send_wr;
-		ia.cap.max_recv_wr = recv_wr;
-		ia.cap.max_send_sge = sge;
-		ia.cap.max_recv_sge = 1;
+		sroce_tool::QpCaps caps;
+		caps.send_wr = send_wr;
+		caps.recv_wr = recv_wr;
+		caps.send_sge = sge;
+		caps.recv_sge = 1;
+		struct ibv_qp_init_attr ia = sroce_tool::qp_init_attr(cq, cq, caps);
 		errno = 0;
 		struct ibv_qp *qp = ibv_create_qp(e.pd, &ia);
 		const int err = qp ? 0 : errno;
@@ -1542,14 +1436,10 @@ void oversize(Env &e)
 
 } // namespace hard
 
-int mode_harden(struct ibv_context *ctx, const char *only)
+/* harden, or only its case called only */
+void harden(wqs::Env &e, const char *only)
 {
-	using namespace wqs;
-	Env e;
-	e.ctx = ctx;
-	const auto t0 = Clock::now();
-	if (!setup_env(e, ctx, nullptr, "harden"))
-		return 1;
+	using wqs::Env;
 	const std::vector<std::pair<const char *, void (*)(Env &)>> cases = {
 		{"oversize", hard::oversize},
 		{"recv_after_err", hard::recv_after_err},
@@ -1561,15 +1451,6 @@ int mode_harden(struct ibv_context *ctx, const char *only)
 	for (const auto &[cname, fn] : cases)
 		if (!only || std::strcmp(only, cname) == 0)
 			fn(e);
-	drain_events(ctx);
-	bool ok = ibv_dereg_mr(e.mr) == 0;
-	ok &= ibv_dealloc_pd(e.pd) == 0;
-	ok &= ibv_close_device(ctx) == 0;
-	check("harden_teardown", ok, "dereg/dealloc/close failed");
-	munmap(e.buf, kBufSize);
-	std::printf("  harden took %.1f s\n", since(t0));
-	std::printf("RESULT: %s\n", failures ? "FAIL" : "PASS");
-	return failures ? 1 : 0;
 }
 
 /*
@@ -1584,14 +1465,10 @@ int mode_qp_hog(struct ibv_context *ctx, int n)
 	std::vector<struct ibv_qp *> qps;
 	int err = 0;
 	while (cq && static_cast<int>(qps.size()) < n) {
-		struct ibv_qp_init_attr ia = {};
-		ia.send_cq = cq;
-		ia.recv_cq = cq;
-		ia.qp_type = IBV_QPT_RC;
-		ia.cap.max_send_wr = 16384;
-		ia.cap.max_recv_wr = 16384;
-		ia.cap.max_send_sge = 8;
-		ia.cap.max_recv_sge = 8;
+		sroce_tool::QpCaps caps;
+		caps.send_wr = caps.recv_wr = 16384;
+		caps.send_sge = caps.recv_sge = 8;
+		struct ibv_qp_init_attr ia = sroce_tool::qp_init_attr(cq, cq, caps);
 		errno = 0;
 		struct ibv_qp *qp = ibv_create_qp(pd, &ia);
 		if (!qp) {
@@ -1626,11 +1503,10 @@ int main(int argc, char **argv)
 	}
 	const std::string mode = argc >= 3 ? argv[2] : "all";
 
-	const sroce_tool::DeviceList devices;
-	struct ibv_device *dev = devices.find(argv[1]);
-	if (!dev)
+	bool not_found;
+	struct ibv_context *ctx = sroce_tool::open_device(argv[1], &not_found);
+	if (not_found)
 		return 2;
-	struct ibv_context *ctx = ibv_open_device(dev);
 	if (!ctx) {
 		std::printf("open_device: %s\nRESULT: FAIL\n",
 			    errno_text(errno).c_str());
@@ -1642,9 +1518,11 @@ int main(int argc, char **argv)
 	if (mode == "scribble")
 		return mode_scribble(ctx);
 	if (mode == "wq-scribble")
-		return mode_wq_scribble(ctx, argc == 4 ? argv[3] : nullptr);
+		return run_env(ctx, argc == 4 ? argv[3] : nullptr, "wq", "wq-scribble", wq_scribble);
 	if (mode == "harden")
-		return mode_harden(ctx, argc == 4 ? argv[3] : nullptr);
+		return run_env(ctx, nullptr, "harden", "harden", [&](wqs::Env &e) {
+			harden(e, argc == 4 ? argv[3] : nullptr);
+		});
 	if (mode == "qp-hog")
 		return mode_qp_hog(ctx, argc == 4 ? std::atoi(argv[3]) : 32);
 

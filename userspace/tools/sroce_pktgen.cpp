@@ -316,6 +316,14 @@ Ext reth_ext(const Config &c, uint32_t dflt_len)
 	return x;
 }
 
+/* An RDMA WRITE ONLY of --payload-len bytes (64), PSN --psn + i. */
+Packet write_only(const Endpoint &ep, const Config &c, unsigned long i, uint8_t opcode)
+{
+	const size_t n = payload_or(c, 64);
+	return transport(ep, c, opcode, c.qpn, n, c.psn + static_cast<uint32_t>(i),
+			 reth_ext(c, static_cast<uint32_t>(n)));
+}
+
 Ext aeth_ext(uint8_t syndrome)
 {
 	Ext x;
@@ -530,17 +538,11 @@ std::vector<Mode> modes()
 	/* ---- transport modes: well-formed packets at a live QP (--qpn/--psn/--rkey/--va) */
 	m.push_back({"uc_write", "transport", "UC RDMA WRITE ONLY, RETH --va/--rkey/--len, PSN --psn + i",
 		     [](const Endpoint &ep, const Config &c, unsigned long i, std::mt19937_64 &) {
-			     const size_t n = payload_or(c, 64);
-			     return transport(ep, c, SROCE_OP_UC_RDMA_WRITE_ONLY, c.qpn, n,
-					      c.psn + static_cast<uint32_t>(i),
-					      reth_ext(c, static_cast<uint32_t>(n)));
+			     return write_only(ep, c, i, SROCE_OP_UC_RDMA_WRITE_ONLY);
 		     }, SROCE_OP_UC_RDMA_WRITE_ONLY});
 	m.push_back({"rc_write_only", "transport", "RC RDMA WRITE ONLY, RETH --va/--rkey/--len, PSN --psn + i",
 		     [](const Endpoint &ep, const Config &c, unsigned long i, std::mt19937_64 &) {
-			     const size_t n = payload_or(c, 64);
-			     return transport(ep, c, SROCE_OP_RC_RDMA_WRITE_ONLY, c.qpn, n,
-					      c.psn + static_cast<uint32_t>(i),
-					      reth_ext(c, static_cast<uint32_t>(n)));
+			     return write_only(ep, c, i, SROCE_OP_RC_RDMA_WRITE_ONLY);
 		     }, SROCE_OP_RC_RDMA_WRITE_ONLY});
 	m.push_back({"rc_send_only", "transport", "RC SEND ONLY of --payload-len bytes, PSN --psn + i",
 		     [](const Endpoint &ep, const Config &c, unsigned long i, std::mt19937_64 &) {
@@ -734,11 +736,7 @@ int selftest_transport(const Endpoint &ep, const Config &c, const Mode &m, int v
 
 uint64_t num(const std::string &s, uint64_t max)
 {
-	uint64_t v = 0;
-
-	if (!sroce_tool::parse_num(s, max, &v))
-		usage(("bad number " + s).c_str());
-	return v;
+	return sroce_tool::parse_num_or(s, max, usage);
 }
 
 } // namespace

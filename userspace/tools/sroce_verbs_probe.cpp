@@ -26,7 +26,7 @@
 
 #include <infiniband/verbs.h>
 
-#include "tool_util.h"
+#include "verbs_harness.h"
 
 namespace {
 
@@ -119,23 +119,19 @@ Outcome rc_qp(struct ibv_context *ctx, struct ibv_pd *pd, uint8_t port, bool ex)
 		std::printf("  qpn=0x%x max_send_wr=%u max_recv_wr=%u max_inline_data=%u\n",
 			    qp->qp_num, a.cap.max_send_wr, a.cap.max_recv_wr,
 			    a.cap.max_inline_data);
-		struct ibv_qp_attr m = {};
-		m.qp_state = IBV_QPS_INIT;
-		m.port_num = port;
-		m.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-		err = ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-						    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+		sroce_tool::Path path;
+		path.port = port;
+		err = sroce_tool::qp_to_init(qp, path);
 		if (err)
 			std::printf("  modify_qp INIT: %s\n", errno_text(err).c_str());
 	}
 	if (qp && !err) {
-		struct ibv_qp_attr q = {};
-		struct ibv_qp_init_attr qi = {};
-		err = ibv_query_qp(qp, &q, IBV_QP_STATE, &qi);
-		if (err)
+		const int state = sroce_tool::qp_state(qp);
+		if (state < 0) {
+			err = errno;
 			std::printf("  query_qp: %s\n", errno_text(err).c_str());
-		else if (q.qp_state != IBV_QPS_INIT) {
-			std::printf("  query_qp: state %d, not INIT\n", q.qp_state);
+		} else if (state != IBV_QPS_INIT) {
+			std::printf("  query_qp: state %d, not INIT\n", state);
 			err = EINVAL;
 		}
 	}
@@ -157,12 +153,10 @@ int main(int argc, char **argv)
 	if (!sroce_tool::parse_device_args(argc, argv, &want, &port))
 		return 2;
 
-	const sroce_tool::DeviceList devices;
-	struct ibv_device *dev = devices.find(want);
-	if (!dev)
+	bool not_found;
+	struct ibv_context *ctx = sroce_tool::open_device(want, &not_found);
+	if (not_found)
 		return 2;
-
-	struct ibv_context *ctx = ibv_open_device(dev);
 	report("open_device", Expect::works, Outcome{ctx ? 0 : errno});
 	if (!ctx) {
 		std::printf("RESULT: FAIL\n");
@@ -261,14 +255,13 @@ int main(int argc, char **argv)
 			 [&] {
 				 return creating<struct ibv_ah>(
 					 [&] {
-						 struct ibv_ah_attr a = {};
-						 a.port_num = port;
-						 a.is_global = 1;
-						 a.grh.hop_limit = 64;
 						 /* Our own address: always resolvable. */
-						 if (ibv_query_gid(ctx, port, 0, &a.grh.dgid))
+						 union ibv_gid gid = {};
+						 if (ibv_query_gid(ctx, port, 0, &gid))
 							 std::printf("  query_gid: %s, using ::\n",
 								     errno_text(errno).c_str());
+						 struct ibv_ah_attr a =
+							 sroce_tool::ah_attr_to(port, 0, gid);
 						 return ibv_create_ah(pd, &a);
 					 },
 					 [](struct ibv_ah *ah) { ibv_destroy_ah(ah); });

@@ -33,7 +33,6 @@
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -49,9 +48,12 @@
 
 #include <infiniband/verbs.h>
 
-#include "tool_util.h"
+#include "verbs_harness.h"
 
 namespace {
+
+using sroce_tool::Clock;
+using sroce_tool::ms_since;
 
 constexpr uint8_t PAYLOAD_BYTE = 0xa5;
 constexpr size_t GUARD = 16384;
@@ -96,11 +98,7 @@ struct Options {
 
 uint64_t num(const std::string &s, uint64_t max)
 {
-	uint64_t v = 0;
-
-	if (!sroce_tool::parse_num(s, max, &v))
-		usage(("bad number " + s).c_str());
-	return v;
+	return sroce_tool::parse_num_or(s, max, usage);
 }
 
 std::string trim(const std::string &s)
@@ -179,14 +177,6 @@ Options parse(int argc, char **argv)
 	return o;
 }
 
-std::string read_line(const std::string &path)
-{
-	std::ifstream f(path);
-	std::string s;
-	std::getline(f, s);
-	return trim(s);
-}
-
 /* The remote GID: IPv4-mapped for an IPv4 address, the address itself for IPv6. */
 ibv_gid remote_gid(const std::string &ip, bool *v4)
 {
@@ -200,24 +190,6 @@ ibv_gid remote_gid(const std::string &ip, bool *v4)
 		usage("bad --remote-ip");
 	}
 	return g;
-}
-
-/* The first RoCE v2 GID of the right family (IPv4-mapped or global IPv6). */
-int auto_gid(const std::string &dev, bool v4)
-{
-	const std::string port = "/sys/class/infiniband/" + dev + "/ports/1/";
-	for (int i = 0; i < 256; i++) {
-		if (read_line(port + "gid_attrs/types/" + std::to_string(i)).find("v2") ==
-		    std::string::npos)
-			continue;
-		in6_addr a;
-		if (inet_pton(AF_INET6, read_line(port + "gids/" + std::to_string(i)).c_str(), &a) != 1)
-			continue;
-		const bool mapped = IN6_IS_ADDR_V4MAPPED(&a);
-		if (v4 ? mapped : !mapped && !IN6_IS_ADDR_LINKLOCAL(&a) && !IN6_IS_ADDR_UNSPECIFIED(&a))
-			return i;
-	}
-	usage("no RoCE v2 GID of the remote address's family: give --gid");
 }
 
 const char *status_name(ibv_wc_status s)
@@ -238,29 +210,14 @@ const char *status_name(ibv_wc_status s)
 
 const char *opcode_name(ibv_wc_opcode op)
 {
-	switch (op) {
-	case IBV_WC_SEND: return "SEND";
-	case IBV_WC_RDMA_WRITE: return "RDMA_WRITE";
-	case IBV_WC_RDMA_READ: return "RDMA_READ";
-	case IBV_WC_COMP_SWAP: return "COMP_SWAP";
-	case IBV_WC_FETCH_ADD: return "FETCH_ADD";
-	case IBV_WC_RECV: return "RECV";
-	case IBV_WC_RECV_RDMA_WITH_IMM: return "RECV_RDMA_WITH_IMM";
-	default: return "OTHER";
-	}
+	const char *name = sroce_tool::wc_opcode_name(op);
+	return name ? name : "OTHER";
 }
 
 const char *state_name(ibv_qp_state s)
 {
-	static const char *const names[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
-	const unsigned int i = static_cast<unsigned int>(s);
-	return i < sizeof(names) / sizeof(names[0]) ? names[i] : "UNKNOWN";
-}
-
-long ms_since(std::chrono::steady_clock::time_point t0)
-{
-	return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(
-		std::chrono::steady_clock::now() - t0).count());
+	const char *name = sroce_tool::qp_state_name(s);
+	return name ? name : "UNKNOWN";
 }
 
 class Victim {
@@ -272,6 +229,7 @@ public:
 
 private:
 	void connect(const ibv_gid &dgid, int sgid);
+	int pick_gid(bool v4) const;
 	void post_recvs();
 	bool exec(const std::string &cmd, const std::string &arg);
 	void check() const;
@@ -283,19 +241,17 @@ private:
 	ibv_qp *qp_ = nullptr;
 	ibv_mr *mr_ = nullptr;		/* the target, in the middle of map_ */
 	ibv_mr *local_mr_ = nullptr;	/* send and receive buffers */
-	uint8_t *map_ = nullptr;
-	size_t map_len_ = 0;
+	sroce_tool::Mapping map_;	/* guard, MR, guard */
 	std::vector<uint8_t> local_;
 	uint64_t next_wr_ = 1;
 };
 
 void Victim::setup()
 {
-	sroce_tool::DeviceList list;
-	ibv_device *dev = list.find(o_.dev.c_str());
-	if (!dev)
+	bool not_found;
+	ctx_ = sroce_tool::open_device(o_.dev.c_str(), &not_found);
+	if (not_found)
 		std::exit(1);
-	ctx_ = ibv_open_device(dev);
 	if (!ctx_)
 		fail("ibv_open_device");
 	pd_ = ibv_alloc_pd(ctx_);
@@ -305,18 +261,16 @@ void Victim::setup()
 	if (!cq_)
 		fail("ibv_create_cq");
 
-	map_len_ = GUARD + o_.mr_size + GUARD;
-	void *m = mmap(nullptr, map_len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (m == MAP_FAILED)
+	map_ = sroce_tool::Mapping(GUARD + o_.mr_size + GUARD);
+	if (!map_)
 		fail("mmap");
-	map_ = static_cast<uint8_t *>(m);
 	for (size_t i = 0; i < GUARD; i++) {
-		map_[i] = guard_byte(i);
-		map_[GUARD + o_.mr_size + i] = guard_byte(i);
+		map_.p()[i] = guard_byte(i);
+		map_.p()[GUARD + o_.mr_size + i] = guard_byte(i);
 	}
 	for (size_t i = 0; i < o_.mr_size; i++)
-		map_[GUARD + i] = mr_byte(i);
-	mr_ = ibv_reg_mr(pd_, map_ + GUARD, o_.mr_size,
+		map_.p()[GUARD + i] = mr_byte(i);
+	mr_ = ibv_reg_mr(pd_, map_.p(GUARD), o_.mr_size,
 			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 			 IBV_ACCESS_REMOTE_ATOMIC);
 	if (!mr_)
@@ -326,74 +280,52 @@ void Victim::setup()
 	if (!local_mr_)
 		fail("ibv_reg_mr (local)");
 
-	ibv_qp_init_attr ia = {};
-	ia.send_cq = cq_;
-	ia.recv_cq = cq_;
-	ia.qp_type = o_.uc ? IBV_QPT_UC : IBV_QPT_RC;
-	ia.cap.max_send_wr = 64;
-	ia.cap.max_recv_wr = RECVS;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
+	sroce_tool::QpCaps caps;
+	caps.type = o_.uc ? IBV_QPT_UC : IBV_QPT_RC;
+	caps.send_wr = 64;
+	caps.recv_wr = RECVS;
+	caps.send_sge = caps.recv_sge = 1;
+	ibv_qp_init_attr ia = sroce_tool::qp_init_attr(cq_, cq_, caps);
 	qp_ = ibv_create_qp(pd_, &ia);
 	if (!qp_)
 		fail("ibv_create_qp");
 
 	bool v4;
 	const ibv_gid dgid = remote_gid(o_.remote_ip, &v4);
-	const int sgid = o_.gid >= 0 ? o_.gid : auto_gid(o_.dev, v4);
+	const int sgid = o_.gid >= 0 ? o_.gid : pick_gid(v4);
 	connect(dgid, sgid);
 	post_recvs();
 	std::printf("{\"qpn\": %u, \"rq_psn\": %u, \"sq_psn\": %u, \"rkey\": %u, \"va\": %" PRIu64
 		    ", \"len\": %zu, \"gid_index\": %d}\n", qp_->qp_num, o_.psn, o_.psn, mr_->rkey,
-		    reinterpret_cast<uint64_t>(map_ + GUARD), o_.mr_size, sgid);
+		    reinterpret_cast<uint64_t>(map_.p(GUARD)), o_.mr_size, sgid);
 	std::fflush(stdout);
+}
+
+/* The first RoCE v2 GID of the remote address's family. */
+int Victim::pick_gid(bool v4) const
+{
+	const int i = sroce_tool::find_roce_v2_gid(ctx_, 1, !v4);
+	if (i < 0)
+		usage("no RoCE v2 GID of the remote address's family: give --gid");
+	return i;
 }
 
 void Victim::connect(const ibv_gid &dgid, int sgid)
 {
-	ibv_qp_attr a = {};
-	a.qp_state = IBV_QPS_INIT;
-	a.pkey_index = 0;
-	a.port_num = 1;
-	a.qp_access_flags = o_.uc ? IBV_ACCESS_REMOTE_WRITE
-				  : IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				    IBV_ACCESS_REMOTE_ATOMIC;
-	if (ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  IBV_QP_ACCESS_FLAGS))
-		fail("modify to INIT", errno);
-
-	a = {};
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = o_.remote_qpn;
-	a.rq_psn = o_.psn;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = dgid;
-	a.ah_attr.grh.sgid_index = static_cast<uint8_t>(sgid);
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-	if (!o_.uc) {
-		a.max_dest_rd_atomic = 4;
-		a.min_rnr_timer = 12;
-		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-	}
-	if (ibv_modify_qp(qp_, &a, mask))
-		fail("modify to RTR", errno);
-
-	a = {};
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = o_.psn;
-	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (!o_.uc) {
-		a.timeout = o_.timeout;
-		a.retry_cnt = o_.retry;
-		a.rnr_retry = 7;
-		a.max_rd_atomic = 4;
-		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
-	}
-	if (ibv_modify_qp(qp_, &a, mask))
-		fail("modify to RTS", errno);
+	sroce_tool::Path p;
+	p.type = o_.uc ? IBV_QPT_UC : IBV_QPT_RC;
+	p.access = o_.uc ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	p.sgid_index = sgid;
+	p.dgid = dgid;
+	p.dest_qpn = o_.remote_qpn;
+	p.rq_psn = p.sq_psn = o_.psn;
+	p.max_dest_rd_atomic = p.max_rd_atomic = 4;
+	p.timeout = o_.timeout;
+	p.retry_cnt = o_.retry;
+	const char *step = "";
+	if (const int err = sroce_tool::connect_qp(qp_, p, &step))
+		fail(("modify to " + std::string(step)).c_str(), err);
 }
 
 void Victim::post_recvs()
@@ -418,11 +350,11 @@ void Victim::check() const
 	size_t mr_changed = 0, guard_changed = 0, pattern = 0;
 	long first = -1, last = -1;
 	for (size_t i = 0; i < GUARD; i++) {
-		guard_changed += map_[i] != guard_byte(i);
-		guard_changed += map_[GUARD + o_.mr_size + i] != guard_byte(i);
+		guard_changed += map_.p()[i] != guard_byte(i);
+		guard_changed += map_.p()[GUARD + o_.mr_size + i] != guard_byte(i);
 	}
 	for (size_t i = 0; i < o_.mr_size; i++) {
-		const uint8_t b = map_[GUARD + i];
+		const uint8_t b = map_.p()[GUARD + i];
 		if (b == mr_byte(i))
 			continue;
 		mr_changed++;
@@ -441,7 +373,7 @@ bool Victim::exec(const std::string &cmd, const std::string &arg)
 	if (cmd == "exit")
 		return false;
 	if (cmd == "wait") {
-		const auto t0 = std::chrono::steady_clock::now();
+		const auto t0 = Clock::now();
 		while (access(arg.c_str(), F_OK) != 0) {
 			if (ms_since(t0) > 120000) {
 				std::printf("wait_timeout %s\n", arg.c_str());
@@ -470,7 +402,7 @@ bool Victim::exec(const std::string &cmd, const std::string &arg)
 			ibv_send_wr wr = {};
 			ibv_send_wr *bad = nullptr;
 			if (read) {
-				sge.addr = reinterpret_cast<uint64_t>(map_ + GUARD + o_.mr_size / 2);
+				sge.addr = reinterpret_cast<uint64_t>(map_.p(GUARD) + o_.mr_size / 2);
 				sge.length = static_cast<uint32_t>(n);
 				sge.lkey = mr_->lkey;
 				wr.opcode = IBV_WR_RDMA_READ;
@@ -494,7 +426,7 @@ bool Victim::exec(const std::string &cmd, const std::string &arg)
 		}
 		std::printf("posted %s %" PRIu64 "\n", cmd.c_str(), n);
 	} else if (cmd == "poll") {
-		const auto t0 = std::chrono::steady_clock::now();
+		const auto t0 = Clock::now();
 		const long limit = static_cast<long>(num(arg, 600000));
 		do {
 			ibv_wc wc[16];
@@ -515,7 +447,7 @@ bool Victim::exec(const std::string &cmd, const std::string &arg)
 			std::printf("dereg_skipped\n");
 			return true;
 		}
-		const auto t0 = std::chrono::steady_clock::now();
+		const auto t0 = Clock::now();
 		const int err = ibv_dereg_mr(mr_);
 		std::printf("dereg_ms=%ld dereg_rc=%d\n", ms_since(t0), err);
 		mr_ = nullptr;
@@ -524,7 +456,7 @@ bool Victim::exec(const std::string &cmd, const std::string &arg)
 			std::printf("destroy_qp_skipped\n");
 			return true;
 		}
-		const auto t0 = std::chrono::steady_clock::now();
+		const auto t0 = Clock::now();
 		const int err = ibv_destroy_qp(qp_);
 		std::printf("destroy_qp_ms=%ld destroy_qp_rc=%d\n", ms_since(t0), err);
 		qp_ = nullptr;
@@ -575,14 +507,12 @@ void Victim::teardown()
 		ibv_dealloc_pd(pd_);
 	if (ctx_)
 		ibv_close_device(ctx_);
-	if (map_)
-		munmap(map_, map_len_);
+	map_ = sroce_tool::Mapping();
 	qp_ = nullptr;
 	mr_ = local_mr_ = nullptr;
 	cq_ = nullptr;
 	pd_ = nullptr;
 	ctx_ = nullptr;
-	map_ = nullptr;
 }
 
 } // namespace

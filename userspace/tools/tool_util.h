@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Small helpers shared by the test tools: errno formatting, argument parsing
- * and finding a device by name.
+ * Small helpers shared by the test tools, verbs or not: errno formatting and
+ * argument parsing. The verbs harness (verbs_harness.h) builds on them.
  */
 #ifndef SROCE_TOOL_UTIL_H
 #define SROCE_TOOL_UTIL_H
@@ -12,8 +12,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-
-#include <infiniband/verbs.h>
 
 namespace sroce_tool {
 
@@ -50,39 +48,6 @@ inline bool parse_device_args(int argc, char **argv, const char **dev, uint8_t *
 	return true;
 }
 
-/* The device list of libibverbs, freed on scope exit. */
-class DeviceList {
-public:
-	DeviceList() : list_(ibv_get_device_list(&num_)), err_(list_ ? 0 : errno) {}
-	~DeviceList()
-	{
-		if (list_)
-			ibv_free_device_list(list_);
-	}
-	DeviceList(const DeviceList &) = delete;
-	DeviceList &operator=(const DeviceList &) = delete;
-
-	/* The device called name, or nullptr after printing why to stderr. */
-	struct ibv_device *find(const char *name) const
-	{
-		if (!list_) {
-			std::fprintf(stderr, "ERROR ibv_get_device_list: %s\n",
-				     errno_text(err_).c_str());
-			return nullptr;
-		}
-		for (int i = 0; i < num_; i++)
-			if (std::strcmp(ibv_get_device_name(list_[i]), name) == 0)
-				return list_[i];
-		std::fprintf(stderr, "ERROR device %s not found\n", name);
-		return nullptr;
-	}
-
-private:
-	int num_ = 0;
-	struct ibv_device **list_;
-	int err_;
-};
-
 /*
  * A whole-string unsigned number (decimal, 0x hex or 0 octal) no larger
  * than max; false for anything else.
@@ -96,6 +61,17 @@ inline bool parse_num(const std::string &s, uint64_t max, uint64_t *out)
 		return false;
 	*out = v;
 	return true;
+}
+
+/* parse_num, or usage("bad number S"), which must not return. */
+inline uint64_t parse_num_or(const std::string &s, uint64_t max, void (*usage)(const char *))
+{
+	uint64_t v = 0;
+	if (!parse_num(s, max, &v)) {
+		usage(("bad number " + s).c_str());
+		std::abort();
+	}
+	return v;
 }
 
 } // namespace sroce_tool
