@@ -34,7 +34,7 @@ BUILD = os.path.join(REPO, "build")
 NET4_PREFIX = "10.99.0"
 NET6_PREFIX = "fd99"
 
-# Console lines that fail the test that ran (design.md: guest consoles are evidence).
+# Console lines that fail the test that ran: guest consoles are evidence.
 BAD_CONSOLE = re.compile(
     r"WARNING:|BUG:|Oops|general protection fault|Kernel panic|"
     r"possible circular locking|possible recursive locking|inconsistent lock state|"
