@@ -175,11 +175,18 @@ def cm_ids(g):
         return []
 
 
-def cm_listening(g, port):
+def cm_listening(g, port, dev=None):
     """True if an rdma_cm ID in guest g listens on port (any address, any port
-    space): rdma_cm ports are not TCP ports."""
-    return any(i.get("state") == "LISTEN" and
-               i.get("src-addr", "").rsplit(":", 1)[-1] == str(port) for i in cm_ids(g))
+    space): rdma_cm ports are not TCP ports. A wildcard listener is in LISTEN
+    state before rdma_cm has made its per-device listeners, and a connect
+    request in between is rejected (invalid service ID): with dev, wait for
+    the listener on that device when rdma names devices in its output."""
+    ids = [i for i in cm_ids(g) if i.get("state") == "LISTEN" and
+           i.get("src-addr", "").rsplit(":", 1)[-1] == str(port)]
+    named = [i for i in ids if "ifname" in i or "dev" in i]
+    if dev is None or not named:
+        return bool(ids)
+    return any(i.get("ifname", i.get("dev")) == dev for i in named)
 
 
 def client_server(server, server_cmd, client, client_cmd, port=EXCH_PORT, timeout=180,

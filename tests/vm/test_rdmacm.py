@@ -33,7 +33,7 @@ def cm_client_server(pair, server_cmd, client_cmd, port):
     # device it does not take, perftest -R waits forever unseen; 30 s bounds that.
     return client_server(pair.server.guest, server_cmd, pair.client.guest, client_cmd,
                          port=port, timeout=TIMEOUT, listen_timeout=30,
-                         is_listening=cm_listening)
+                         is_listening=lambda g, p: cm_listening(g, p, pair.server.dev))
 
 
 @pytest.fixture(scope="module")
