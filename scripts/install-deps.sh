@@ -22,7 +22,7 @@ PKGS=(
 	qemu-system-x86 busybox-static cpio gzip xz-utils iproute2 iputils-ping ethtool procps util-linux
 	# verbs tools and tests
 	ibverbs-utils ibverbs-providers perftest rdmacm-utils infiniband-diags
-	python3-pyverbs python3-pytest python3-pexpect
+	python3-pyverbs python3-pytest python3-pytest-timeout python3-pexpect
 	# storage and comparison traffic (later issues)
 	nvme-cli fio targetcli-fb open-iscsi nfs-kernel-server nfs-common dbus
 	iperf3 sockperf qperf tshark

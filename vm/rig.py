@@ -305,8 +305,9 @@ class Result:
         return self.rc == 0
 
     def __repr__(self):
+        err = self.err if len(self.err) <= 4000 else self.err[:2000] + "..." + self.err[-2000:]
         return "Result(rc=%r, cmd=%r, out=%r, err=%r)" % (self.rc, self.cmd, self.out[-2000:],
-                                                           self.err[-2000:])
+                                                           err)
 
 
 class Proc:
@@ -360,10 +361,18 @@ class Guest:
         self.lock = threading.Lock()
         self.console_mark = 0
         self.sync_seq = 0
+        # Why this guest can no longer be trusted (None while it can): its agent
+        # stopped answering ("wedged": requests then fail at once instead of
+        # each waiting out its timeout), or a command it ran could not be killed.
+        self.wedged = None
+        self.stuck = None
 
     # -- lifecycle
     def launch(self, netdev_args):
         os.makedirs(self.dir, exist_ok=True)
+        self.wedged = self.stuck = None
+        self.rbuf = b""
+        self.console_mark = 0
         r = self.rig
         with open(os.path.join(self.dir, "guest.conf"), "w") as f:
             conf = {"GUEST_INDEX": self.index, "GUEST_COUNT": r.n, "GUEST_MTU": r.mtu,
@@ -464,14 +473,26 @@ class Guest:
 
     def request(self, req, timeout=None):
         with self.lock:
+            if self.wedged:
+                raise RigError("%s: not asked %r: %s" % (self.name, req, self.wedged))
+            if self.qemu is None or self.qemu.poll() is not None:
+                self.wedged = "qemu is not running"
+                raise RigError("%s: not asked %r: qemu is not running" % (self.name, req))
             rid = self.next_id
             self.next_id += 1
             req = dict(req, id=rid)
-            self._send(req)
             while True:
-                msg = self._recv(timeout)
+                try:
+                    if req is not None:
+                        self._send(req)
+                        sent, req = req, None
+                    msg = self._recv(timeout)
+                except (RigError, OSError) as e:
+                    self.wedged = "agent connection lost: %s" % e
+                    raise RigError("%s: %s" % (self.name, self.wedged)) from e
                 if msg is None:
-                    raise RigError("%s: no answer to %r" % (self.name, req))
+                    self.wedged = "agent gave no answer to %r in %s s" % (sent, timeout)
+                    raise RigError("%s: %s" % (self.name, self.wedged))
                 if msg.get("id") == rid:
                     if "error" in msg:
                         raise RigError("%s: agent: %s" % (self.name, msg["error"]))
@@ -481,6 +502,8 @@ class Guest:
     def run(self, cmd, timeout=120, check=False):
         r = self.request({"op": "run", "cmd": cmd, "timeout": timeout}, timeout=timeout + 30)
         res = Result(cmd, r["rc"], r["out"], r["err"], r.get("timeout", False))
+        if r.get("stuck"):
+            self.stuck = "a killed command could not be reaped: %r" % cmd
         if check and not res.ok:
             raise RigError("%s: command failed: %r" % (self.name, res))
         return res
@@ -495,6 +518,17 @@ class Guest:
             self.check("modprobe sch_netem && tc qdisc replace dev eth0 root netem " + args)
         else:
             self.run("tc qdisc del dev eth0 root 2>/dev/null; true")
+
+    def health(self, timeout=20):
+        """None if the guest answers a ping within timeout and nothing it ran is
+        stuck in the kernel; else why not."""
+        if self.wedged or self.stuck:
+            return self.wedged or self.stuck
+        try:
+            self.request({"op": "ping"}, timeout=timeout)
+        except RigError as e:
+            return str(e)
+        return None
 
     def spawn(self, cmd):
         r = self.request({"op": "spawn", "cmd": cmd})
@@ -556,7 +590,7 @@ class Guest:
     def shutdown(self, timeout=20):
         if self.qemu is None:
             return
-        if self.qemu.poll() is None and self.sock is not None:
+        if self.qemu.poll() is None and self.sock is not None and not self.wedged:
             try:
                 self.collect_dmesg()
                 self.request({"op": "poweroff"}, timeout=10)
@@ -609,6 +643,7 @@ class Rig:
         self.hub = None
         self.sockdir = None
         self.boot_seconds = None
+        self.restarts = 0
 
     def __getitem__(self, i):
         return self.guests[i]
@@ -674,6 +709,27 @@ class Rig:
 
     def __exit__(self, *exc):
         self.stop()
+
+    def health(self):
+        """{guest name: why it cannot be trusted} for every guest that cannot."""
+        bad = {}
+        for g in self.guests:
+            why = g.health()
+            if why:
+                bad[g.name] = why
+        return bad
+
+    def restart(self):
+        """Stop the guests, keep their output directory as <outdir>.dead-N (the
+        evidence of what went wrong) and boot fresh ones. Returns that path."""
+        self.stop()
+        self.restarts += 1
+        kept = "%s.dead-%d" % (self.outdir, self.restarts)
+        shutil.rmtree(kept, ignore_errors=True)
+        if os.path.isdir(self.outdir):
+            os.rename(self.outdir, kept)
+        self.start()
+        return kept
 
     def mark_consoles(self):
         for g in self.guests:

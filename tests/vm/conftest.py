@@ -5,6 +5,11 @@ Every test gets its guests' consoles checked afterwards: a WARNING, BUG, Oops,
 lockdep report, soft lockup or hung task printed while it ran fails it. The
 helpers the suites share (devices, GIDs, client/server runs) are in
 guestrdma.py; the device-kind pairs in pairs.py.
+
+A guest that stops answering or keeps a command it could not kill (a task
+stuck in the kernel) fails the test during which that was seen, and the rig is
+rebooted (its output kept as build/vm/test.dead-N) so that one hang costs one
+test, not the rest of the run. After MAX_RESTARTS reboots the run stops.
 """
 import os
 import sys
@@ -12,6 +17,12 @@ import sys
 import pytest
 
 from guestrdma import REPO, rigmod
+
+MAX_RESTARTS = 3
+RESTART_REPORTS = []  # printed again at the very end of the run (the part CI logs keep)
+# A VM test (its fixtures included) that runs longer than this is failed by
+# pytest-timeout: the slowest take about a minute under TCG.
+TEST_TIMEOUT = 600
 
 
 @pytest.fixture(scope="session")
@@ -33,6 +44,39 @@ def rig():
         pytest.fail("bad guest console lines during boot or shutdown:\n" + "\n".join(bad))
 
 
+def restart_if_unhealthy(r, when):
+    """Reboot the rig if a guest cannot be trusted any more: return a report of
+    why (with the console tail of each such guest), or None if all are fine."""
+    bad = r.health()
+    if not bad:
+        return None
+    lines = ["%s %s: %s" % (name, when, why) for name, why in bad.items()]
+    for g in r.guests:
+        if g.name in bad:
+            tail = g.console_text()[-4000:]
+            lines.append("--- %s console tail ---\n%s" % (g.name, tail))
+    if r.restarts >= MAX_RESTARTS:
+        RESTART_REPORTS.append("\n".join(lines))
+        pytest.exit("rig: guests broke %d times; giving up:\n%s" %
+                    (r.restarts + 1, "\n".join(lines)), returncode=1)
+    kept = r.restart()
+    lines.append("rig rebooted (%d of at most %d); the broken guests' output is in %s" %
+                 (r.restarts, MAX_RESTARTS, kept))
+    msg = "\n".join(lines)
+    sys.stderr.write("\n" + msg + "\n")
+    RESTART_REPORTS.append(msg)
+    return msg
+
+
+@pytest.fixture(scope="module", autouse=True)
+def healthy_rig_for_module(request):
+    """Before a module's own fixtures use the rig: reboot it if it is broken."""
+    if "rig" in request.fixturenames:
+        r = request.getfixturevalue("rig")
+        restart_if_unhealthy(r, "before module %s" % request.module.__name__)
+    yield
+
+
 @pytest.fixture(autouse=True)
 def clean_consoles(request):
     """Fail the test if a guest console shows a kernel problem while it ran: what
@@ -42,6 +86,9 @@ def clean_consoles(request):
         yield
         return
     r = request.getfixturevalue("rig")
+    broken = restart_if_unhealthy(r, "before this test (broken between tests)")
+    if broken:
+        pytest.fail(broken)
     # What reached the consoles since the last check (module fixtures set up or
     # taken down in between) is judged too, before this test starts.
     bad = r.bad_console_lines()
@@ -50,6 +97,9 @@ def clean_consoles(request):
         pytest.fail("guest console shows kernel problems from before this test (fixtures "
                     "between tests):\n" + "\n".join(bad))
     yield
+    broken = restart_if_unhealthy(r, "during this test")
+    if broken:
+        pytest.fail(broken)
     bad = r.console_problems()
     if bad:
         pytest.fail("guest console shows kernel problems:\n" + "\n".join(bad))
@@ -65,3 +115,15 @@ def pytest_collection_modifyitems(session, config, items):
             return 0  # tests/build and others keep their place, ahead of tests/vm
         return 1 if it.module.__name__ == "test_packages" else 2
     items.sort(key=key)
+    if config.pluginmanager.hasplugin("timeout"):
+        for it in items:
+            if os.path.dirname(str(it.fspath)) == vm and not it.get_closest_marker("timeout"):
+                it.add_marker(pytest.mark.timeout(TEST_TIMEOUT, method="signal"))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter):
+    for i, msg in enumerate(RESTART_REPORTS):
+        terminalreporter.section("rig: broken guests, report %d of %d" %
+                                 (i + 1, len(RESTART_REPORTS)), sep="!")
+        terminalreporter.line(msg)

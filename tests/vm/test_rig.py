@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Self-tests of the QEMU rig itself, including rdma_rxe as a known-good RDMA device."""
 import os
+import time
 
 from guestrdma import REPO, client_server, configure, rigmod, unload_all_rdma_links, wait_for
 
@@ -78,3 +79,45 @@ def test_rxe_rc_pingpong_proves_the_rig(rig):
     finally:
         for g in rig.guests:
             unload_all_rdma_links(g)
+
+
+def test_broken_guests_are_detected_and_replaced():
+    """The two ways a guest stops being usable, seen and repaired by the rig (the
+    session fixture reboots on them, see conftest.restart_if_unhealthy): an agent
+    that gives no answer in time, and a command that cannot be killed (here dd on
+    a suspended device-mapper device: a task in state D)."""
+    r = rigmod.Rig(guests=1, outdir=os.path.join(REPO, "build", "vm", "test-broken"))
+    with r:
+        g = r[0]
+        assert r.health() == {}
+        try:
+            g.request({"op": "run", "cmd": "sleep 5", "timeout": 10}, timeout=1)
+            raise AssertionError("the agent answered a 5 s command within 1 s")
+        except rigmod.RigError as e:
+            assert "no answer" in str(e), e
+        t0 = time.time()
+        try:
+            g.run("true")
+            raise AssertionError("a wedged guest took a request")
+        except rigmod.RigError as e:
+            assert "not asked" in str(e) and time.time() - t0 < 1, e
+        assert "no answer" in r.health()["g0"]
+
+        kept = r.restart()
+        assert os.path.isdir(os.path.join(kept, "g0")), kept
+        assert r.health() == {} and r.restarts == 1
+        assert g.check("echo fresh").strip() == "fresh"
+
+        # no udev in the guests: the node is devtmpfs's /dev/dm-MINOR
+        minor = g.check(
+            "modprobe loop && modprobe dm-mod && truncate -s 8M /tmp/d.img && dmsetup create "
+            "--noudevsync stuck --table \"0 16384 linear $(losetup -f --show /tmp/d.img) 0\" && "
+            "dmsetup suspend --noudevsync stuck && "
+            "dmsetup info -c --noheadings -o minor stuck").strip()
+        res = g.run("dd if=/dev/dm-%s of=/dev/null bs=4096 count=1 iflag=direct" % minor,
+                    timeout=3)
+        assert res.timeout and res.rc == 124, res
+        assert "cannot be reaped" in res.err and "state D" in res.err, res
+        assert "dd" in g.stuck, g.stuck
+        assert g.check("echo still-serving").strip() == "still-serving"
+        assert list(r.health()) == ["g0"]

@@ -5,13 +5,16 @@
 Speaks JSON lines over a virtio-serial port. Each request carries an "id" and
 an "op"; each reply echoes the id. Ops:
   ping                          -> {}
-  run    cmd, timeout           -> rc, out, err   (rc 124 on timeout)
+  run    cmd, timeout           -> rc, out, err   (rc 124 on timeout; "stuck" when
+                                   the killed command could not be reaped)
   spawn  cmd                    -> handle          (runs in the background)
   poll   handle                 -> done, rc, out, err (out/err only when done)
   kill   handle, sig            -> {}
   poweroff                      -> {} then the guest powers off
 Commands run under /bin/bash -c in their own process group, so a timeout kills
-everything they started.
+everything they started. A command that cannot die (a task stuck in the kernel,
+state D) is given up on after REAP_WAIT seconds: the reply says so and carries
+the stuck tasks' kernel stacks, and the agent goes on serving requests.
 """
 import json
 import os
@@ -22,6 +25,7 @@ import tempfile
 import time
 
 PORT_NAME = "sroce.agent"
+REAP_WAIT = 10
 
 
 def find_port():
@@ -53,6 +57,26 @@ class Job:
         except ProcessLookupError:
             pass
 
+    def stuck_tasks(self):
+        """State and kernel stack of every task left in the job's process group."""
+        lines = []
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % pid) as f:
+                    stat = f.read()
+                fields = stat.rsplit(")", 1)[1].split()
+                if int(fields[2]) != self.proc.pid:  # pgrp
+                    continue
+                with open("/proc/%s/stack" % pid) as f:
+                    stack = f.read()
+            except (OSError, ValueError, IndexError):
+                continue
+            lines.append("task %s %s state %s:\n%s" % (pid, stat.split(" ", 2)[1], fields[0],
+                                                       stack))
+        return "".join(lines)
+
     def result(self):
         self.out.seek(0)
         self.err.seek(0)
@@ -66,6 +90,7 @@ def main():
     fd = os.open(path, os.O_RDWR)
     rfile = os.fdopen(fd, "rb", buffering=0)
     jobs = {}
+    stuck = []  # killed run jobs that never exited: kept, never waited for again
     next_handle = 1
 
     def send(obj):
@@ -100,8 +125,15 @@ def main():
                     reply.update(job.result())
                 except subprocess.TimeoutExpired:
                     job.kill()
-                    job.proc.wait()
-                    reply.update(job.result())
+                    try:
+                        job.proc.wait(timeout=REAP_WAIT)
+                        reply.update(job.result())
+                    except subprocess.TimeoutExpired:
+                        reply.update(job.result())
+                        reply["stuck"] = True
+                        reply["err"] = ("agent: killed command cannot be reaped\n" +
+                                        job.stuck_tasks() + reply["err"])
+                        stuck.append(job)
                     reply["rc"] = 124
                     reply["timeout"] = True
             elif op == "spawn":
