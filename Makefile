@@ -4,7 +4,9 @@
 #
 #   make                      sroce.ko for $(KVER) + user space (provider, tools, unit tests)
 #   make install DESTDIR=D    the module, the provider and its .driver file, nothing else
-#   make test                 style gates, unit tests on the host, then the VM suites (QEMU guests)
+#   make test                 style gates, unit tests on the host, then the VM suites (QEMU guests):
+#                             all of them on $(KVER), a subset on each other kernel series
+#                             installed (KVER_OTHERS); make test KVER=K: all of them on K only
 #   make check-style          checkpatch --strict on kernel/, LINUX_VERSION_CODE only in compat.h
 #   make demo                 two guests, sroce0 in each, rdma link + ibv_devinfo, traffic
 #   make bench                speed floor: sroce<->sroce vs rxe<->rxe (never part of make test)
@@ -12,6 +14,13 @@
 #   make clean
 
 KVER ?= $(shell scripts/default-kver.sh)
+# The kernels make test runs the subset of the VM suites on (SROCE_TEST_SUBSET in
+# tests/vm/conftest.py): one per other installed series, unless KVER was chosen.
+ifeq ($(origin KVER),file)
+KVER_OTHERS ?= $(shell scripts/default-kver.sh --others $(KVER))
+else
+KVER_OTHERS ?=
+endif
 KDIR ?= /lib/modules/$(KVER)/build
 BUILD := $(CURDIR)/build
 CMAKE_BUILD := $(BUILD)/cmake
@@ -29,7 +38,8 @@ else
 WERROR ?= OFF
 endif
 
-.PHONY: all module userspace install install-tree test check-style unit-test vm-test demo bench deb deps clean
+.PHONY: all module userspace install install-tree test check-style unit-test vm-test \
+	vm-test-others demo bench deb deps clean
 
 all: module userspace
 
@@ -64,12 +74,23 @@ unit-test: userspace
 	ctest --test-dir $(CMAKE_BUILD) --output-on-failure
 
 vm-test: install-tree
-	KVER=$(KVER) $(PYTHON) -m pytest -v -rfEs --durations=25 $(PYTEST_ARGS) tests/build tests/vm
+	KVER=$(KVER) $(PYTHON) -m pytest -v -rfEs --durations=25 \
+		--junitxml=$(BUILD)/vm/junit-$(KVER).xml $(PYTEST_ARGS) tests/build tests/vm
+
+# The subset on the other kernels: each gets its own module build and install tree.
+vm-test-others:
+	@set -e; for k in $(KVER_OTHERS); do \
+		echo "== VM test subset on $$k"; \
+		$(MAKE) --no-print-directory install-tree KVER=$$k; \
+		KVER=$$k SROCE_TEST_SUBSET=1 $(PYTHON) -m pytest -v -rfEs --durations=10 \
+			--junitxml=$(BUILD)/vm/junit-$$k.xml $(PYTEST_ARGS) tests/vm; \
+	done
 
 test: deps
 	$(MAKE) --no-print-directory check-style
 	$(MAKE) --no-print-directory unit-test
 	$(MAKE) --no-print-directory vm-test
+	$(MAKE) --no-print-directory vm-test-others
 
 demo: deps
 	$(MAKE) --no-print-directory install-tree

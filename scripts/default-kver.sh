@@ -1,10 +1,14 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # Print the default kernel version sroce builds and tests for: the newest
-# Debian 6.1 kernel under /lib/modules that has headers (Debian 12's default
-# kernel, linux-image-amd64, and the project's primary target), else the
-# newest kernel that has headers. Other kernels, e.g. Debian 12's 6.12
-# (linux-image-6.12-amd64), are selected explicitly: make KVER=6.12.x+deb12-amd64.
+# kernel under /lib/modules that has headers (with scripts/install-deps.sh,
+# Debian 12's 6.12, linux-image-6.12-amd64). Another one is selected
+# explicitly: make KVER=6.1.0-N-amd64.
+#
+# With --others: the kernels "make test" runs its subset on besides the
+# default one, one per series (the newest 6.1 when the default is a 6.12):
+# installed kernels with headers and a /boot image, newest of each major.minor
+# other than the default's. One per line; nothing if there are none.
 list() {
 	for d in /lib/modules/*/build/Makefile; do
 		[ -e "$d" ] || continue
@@ -12,6 +16,17 @@ list() {
 		echo "${v%/build/Makefile}"
 	done | sort -V
 }
-v=$(list | grep '^6\.1\.' | tail -n 1)
-[ -n "$v" ] || v=$(list | tail -n 1)
-echo "$v"
+series() {
+	echo "$1" | cut -d. -f1,2 | sed 's/[^0-9.].*//'
+}
+def=$(list | tail -n 1)
+if [ "${1:-}" != "--others" ]; then
+	echo "$def"
+	exit 0
+fi
+kver=${2:-$def}
+list | while read -r v; do
+	[ -e "/boot/vmlinuz-$v" ] || continue
+	[ "$(series "$v")" = "$(series "$kver")" ] && continue
+	echo "$(series "$v") $v"
+done | sort -V | awk '{ last[$1] = $2 } END { for (s in last) print last[s] }' | sort -V

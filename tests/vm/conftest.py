@@ -24,6 +24,29 @@ RESTART_REPORTS = []  # printed again at the very end of the run (the part CI lo
 # pytest-timeout: the slowest take about a minute under TCG.
 TEST_TIMEOUT = 600
 
+# SROCE_TEST_SUBSET=1 (make test on the kernels other than the default one):
+# device lifecycle, pingpongs and perftest, pyverbs, rdma_cm, NVMe-oF, teardown
+# and namespaces; in the suites run per device pair, sroce<->sroce only (the
+# default kernel's run covers interop with rdma_rxe).
+SUBSET = os.environ.get("SROCE_TEST_SUBSET") == "1"
+SUBSET_MODULES = {"test_rig", "test_device", "test_verbs", "test_pyverbs", "test_rdmacm",
+                  "test_teardown", "test_netns", "test_storage"}
+SUBSET_CLASSES = {"test_storage": "TestNvmeRdma"}
+
+
+def in_subset(item):
+    mod = item.module.__name__
+    if mod not in SUBSET_MODULES:
+        return False
+    cls = SUBSET_CLASSES.get(mod)
+    if cls and (item.cls is None or item.cls.__name__ != cls):
+        return False
+    if mod == "test_rig" and item.name in ("test_boot_options",
+                                           "test_broken_guests_are_detected_and_replaced"):
+        return False  # rigs of their own: the rig is the same on every kernel
+    pair = getattr(item, "callspec", None) and item.callspec.params.get("pair")
+    return pair in (None, ("sroce", "sroce"))
+
 
 @pytest.fixture(scope="session")
 def rig():
@@ -115,6 +138,12 @@ def pytest_collection_modifyitems(session, config, items):
             return 0  # tests/build and others keep their place, ahead of tests/vm
         return 1 if it.module.__name__ == "test_packages" else 2
     items.sort(key=key)
+    if SUBSET:
+        keep = [it for it in items if os.path.dirname(str(it.fspath)) == vm and in_subset(it)]
+        gone = [it for it in items if it not in keep]
+        if gone:
+            config.hook.pytest_deselected(items=gone)
+        items[:] = keep
     if config.pluginmanager.hasplugin("timeout"):
         for it in items:
             if os.path.dirname(str(it.fspath)) == vm and not it.get_closest_marker("timeout"):
