@@ -317,3 +317,68 @@ def test_namespace_on_macvlan_talks_to_other_guest(rig, g0):
         drop_namespaces(g0)
         unload_all_rdma_links(g0)
         unload_all_rdma_links(g1)
+
+
+def restore_eth0(g, mtu):
+    """eth0 back in init_net after its namespace went: ib_core-style fallback
+    name (devN), addresses lost; set it up as the guest's init did."""
+    name = g.check("ip -o link | awk -F': ' '/%s/ {print $2}'" % g.mac).strip().split("@")[0]
+    if name != "eth0":
+        g.check("ip link set %s name eth0" % name)
+    g.run("ip addr add %s/24 dev eth0; ip -6 addr add %s/64 dev eth0 nodad; true"
+          % (g.ip4, g.ip6))
+    g.check("ip link set eth0 mtu %d up" % mtu)
+
+
+def test_nic_moved_into_namespace(rig, g0):
+    """Guest 1's NIC itself in a namespace, with an sroce device made there,
+    talks to sroce0 in guest 0. Deleting the namespace returns the NIC to
+    init_net (it is not destroyed, so the device's unregistration is still
+    queued when the namespace's exit runs, which waits for it), also while a
+    process in init_net holds the device open."""
+    g1 = rig[1]
+    drop_namespaces(g0)
+    unload_all_rdma_links(g0)
+    unload_all_rdma_links(g1)
+    n = InNs(g1, "N")
+    holder = None
+    try:
+        g1.check("ip netns add N && ip link set eth0 netns N")
+        n.check("ip link set lo up && ip addr add %s/24 dev eth0 && "
+                "ip -6 addr add %s/64 dev eth0 nodad && ip link set eth0 mtu %d up"
+                % (g1.ip4, g1.ip6, rig.mtu))
+        n.check("rdma link add sn type sroce netdev eth0")
+        g0.check("rdma link add sroce0 type sroce netdev eth0")
+        wait_for(lambda: n.run("ping -c1 -W1 %s" % g0.ip4).ok, timeout=30, what="ping")
+        srv, cli = client_server(
+            g0, "ibv_rc_pingpong -d sroce0 -g %d -c -s 4096 -n 100" % gid_index(g0, "sroce0"),
+            n, "ibv_rc_pingpong -d sn -g %d -c -s 4096 -n 100 %s"
+            % (gid_index(n, "sn", addr=g1.ip4), g0.ip4), timeout=120)
+        assert_pingpong_ok(srv, cli, n=100)
+        # a server in init_net with sn open (QP created) waits for a peer
+        holder = g1.spawn("ibv_rc_pingpong -d sn -g %d -p 18640"
+                          % gid_index(n, "sn", addr=g1.ip4))
+        wait_for(lambda: g1.run("ss -Hltn 'sport = :18640'").out.strip(), timeout=30,
+                 what="holder listening")
+        g1.check("ip netns del N")
+        wait_for(lambda: "sn" not in rdma_devs(g1), timeout=60, what="sn unregistered")
+        assert sockets_4791(g1) == []
+    finally:
+        if holder:
+            holder.kill()
+            holder.wait(10)
+        g1.run("ip netns del N 2>/dev/null; true")
+        wait_for(lambda: g1.run("ip link show eth0 || ip -o link | grep -q %s" % g1.mac).ok,
+                 timeout=60, what="eth0 back in init_net")
+        restore_eth0(g1, rig.mtu)
+        unload_all_rdma_links(g0)
+    # guest 1's link is whole again and its sroce0 works
+    g1.check("rdma link add sroce0 type sroce netdev eth0")
+    wait_for(lambda: g1.run("ping -c1 -W1 %s" % g0.ip4).ok, timeout=30, what="ping")
+    g0.check("rdma link add sroce0 type sroce netdev eth0")
+    srv, cli = client_server(
+        g0, "ibv_rc_pingpong -d sroce0 -g %d -c -n 20" % gid_index(g0, "sroce0"),
+        g1, "ibv_rc_pingpong -d sroce0 -g %d -c -n 20 %s" % (gid_index(g1, "sroce0"), g0.ip4))
+    assert_pingpong_ok(srv, cli, n=20)
+    unload_all_rdma_links(g0)
+    unload_all_rdma_links(g1)
