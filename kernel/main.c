@@ -35,14 +35,22 @@
  *    counters). The memory of the sroce_dev itself outlives any reader
  *    anyway: the list's reference keeps it until reaped, and ib_core frees
  *    it with kfree_rcu().
- *  - Every device holds a reference on the shared UDP port 4791 sockets
- *    (net.c), taken in newlink before the device exists and dropped in
- *    dealloc_driver, so the sockets go away with the last device.
+ *  - Every device belongs to the network namespace its netdev was in when
+ *    it was created (sdev->net, never changed) and holds a reference on
+ *    that namespace's UDP port 4791 sockets (net.c), taken in newlink
+ *    before the device exists and dropped in dealloc_driver, so the
+ *    sockets go away with the namespace's last device. It holds no
+ *    reference on the namespace itself: when a namespace is deleted, its
+ *    exit method (net.c) unregisters the namespace's devices with
+ *    sroce_forget_devs(), which also waits for the ones being unregistered
+ *    elsewhere, before the namespace is freed. Module exit does the same
+ *    for all devices.
  *
  * Lock order: RTNL -> sroce_devs_lock, and ib_core's per-device
  * unregistration lock -> sroce_devs_lock; the socket lock of net.c
  * (sroce_net_lock) is taken with neither of ours held, under ib_core's
- * link_ops_rwsem (newlink) or unregistration lock (dealloc_driver).
+ * link_ops_rwsem (newlink) or unregistration lock (dealloc_driver, also
+ * called from a namespace's exit method).
  * Nothing here takes RTNL or calls into ib_core while holding
  * sroce_devs_lock, and nothing waits for an unregistration while holding
  * RTNL.
@@ -53,6 +61,7 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/rtnetlink.h>
+#include <net/net_namespace.h>
 #include <rdma/rdma_netlink.h>
 
 #include "sroce.h"
@@ -113,6 +122,36 @@ static void sroce_reap_dead(void)
 	}
 }
 
+/**
+ * sroce_forget_devs - unregister and forget the devices of a namespace
+ * @net: the namespace, or NULL for every device
+ *
+ * Takes the devices that belong to @net off the list and unregisters them,
+ * waiting for those that are being unregistered by someone else (a queued
+ * unregistration after NETDEV_UNREGISTER). When it returns, none of them
+ * uses @net or runs code of this module any more.
+ */
+void sroce_forget_devs(const struct net *net)
+{
+	struct sroce_dev *sdev, *found;
+
+	for (;;) {
+		found = NULL;
+		mutex_lock(&sroce_devs_lock);
+		list_for_each_entry(sdev, &sroce_devs, list) {
+			if (!net || net_eq(sdev->net, net)) {
+				list_del_init(&sdev->list);
+				found = sdev;
+				break;
+			}
+		}
+		mutex_unlock(&sroce_devs_lock);
+		if (!found)
+			break;
+		sroce_forget(found);
+	}
+}
+
 void sroce_dealloc_driver(struct ib_device *ibdev)
 {
 	struct sroce_dev *sdev = to_sdev(ibdev);
@@ -134,8 +173,8 @@ void sroce_dealloc_driver(struct ib_device *ibdev)
 	synchronize_rcu();
 	sroce_net_fini_dev(sdev);
 	sroce_net_free_stats(sdev);
-	if (sdev->net_held)
-		sroce_net_put();
+	if (sdev->net)
+		sroce_net_put(sdev->net);
 
 	netdev_put(ndev, &sdev->ndev_tracker);
 }
@@ -171,10 +210,12 @@ static int sroce_dev_publish(struct sroce_dev *sdev, struct net_device *ndev)
 	/*
 	 * Under RTNL the netdev is either registered, and then its
 	 * NETDEV_UNREGISTER will find the device on the list, or already on
-	 * its way out.
+	 * its way out. The same goes for a move to another namespace since
+	 * newlink looked: the device would not hear of it.
 	 */
 	rtnl_lock();
-	if (ndev->reg_state != NETREG_REGISTERED)
+	if (ndev->reg_state != NETREG_REGISTERED ||
+	    !net_eq(dev_net(ndev), sdev->net))
 		err = -ENODEV;
 	else
 		err = ib_device_set_netdev(&sdev->ibdev, ndev, SROCE_PORT);
@@ -219,6 +260,7 @@ static void sroce_dev_catch_up(struct sroce_dev *sdev, struct net_device *ndev)
 static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 {
 	struct sroce_dev *sdev;
+	struct net *net;
 	int err = 0;
 
 	sroce_reap_dead();
@@ -226,17 +268,26 @@ static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 	if (ndev->type != ARPHRD_ETHER || ndev->addr_len != ETH_ALEN)
 		return -EINVAL;
 
+	/*
+	 * The netdev's namespace, kept from going away until the device is
+	 * on the list, where that namespace's exit method finds it.
+	 */
+	net = maybe_get_net(dev_net(ndev));
+	if (!net)
+		return -ENODEV;
+
 	/* The UDP port first: it fails if rdma_rxe has it. */
-	err = sroce_net_get(ibdev_name);
+	err = sroce_net_get(net, ibdev_name);
 	if (err)
-		return err;
+		goto out_net;
 
 	sdev = ib_alloc_device(sroce_dev, ibdev);
 	if (!sdev) {
-		sroce_net_put();
-		return -ENOMEM;
+		sroce_net_put(net);
+		err = -ENOMEM;
+		goto out_net;
 	}
-	sdev->net_held = true;
+	sdev->net = net;
 
 	/* Our own reference: a concurrent newlink may reap the list's. */
 	get_device(&sdev->ibdev.dev);
@@ -280,6 +331,8 @@ err_dealloc:
 	ib_dealloc_device(&sdev->ibdev);
 out:
 	put_device(&sdev->ibdev.dev);
+out_net:
+	put_net(net);
 	return err;
 }
 
@@ -349,9 +402,15 @@ static int __init sroce_init(void)
 
 	sroce_net_init_counters();
 
-	err = register_netdevice_notifier(&sroce_netdev_nb);
+	err = sroce_net_register();
 	if (err)
 		return err;
+
+	err = register_netdevice_notifier(&sroce_netdev_nb);
+	if (err) {
+		sroce_net_unregister();
+		return err;
+	}
 
 	rdma_link_register(&sroce_link_ops);
 	return 0;
@@ -359,8 +418,6 @@ static int __init sroce_init(void)
 
 static void __exit sroce_exit(void)
 {
-	struct sroce_dev *sdev;
-
 	/* Waits for running newlink calls; no new devices after this. */
 	rdma_link_unregister(&sroce_link_ops);
 
@@ -370,19 +427,11 @@ static void __exit sroce_exit(void)
 	 * also keeps its replay of DOWN/UNREGISTER events from reaching
 	 * devices of ours.
 	 */
-	for (;;) {
-		mutex_lock(&sroce_devs_lock);
-		sdev = list_first_entry_or_null(&sroce_devs, struct sroce_dev,
-						list);
-		if (sdev)
-			list_del_init(&sdev->list);
-		mutex_unlock(&sroce_devs_lock);
-		if (!sdev)
-			break;
-		sroce_forget(sdev);
-	}
+	sroce_forget_devs(NULL);
 
 	unregister_netdevice_notifier(&sroce_netdev_nb);
+	/* Every namespace's sockets are closed: they went with the devices. */
+	sroce_net_unregister();
 }
 
 module_init(sroce_init);

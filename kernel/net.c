@@ -6,14 +6,29 @@
  *
  * Sockets
  * -------
- * One IPv4 and one IPv6 (v6only) UDP tunnel socket on port 4791 in init_net,
- * shared by all sroce devices. sroce_net_get() opens them for the first
- * device, sroce_net_put() closes them after the last one is gone; a counter
- * under sroce_net_lock tracks the users. If the port is taken (rdma_rxe binds
- * it when it loads) the first get fails with -EADDRINUSE and nothing is
- * left open. After closing, a grace period passes before put returns: the
- * UDP stack looks sockets up under RCU, so a receive may still be running
- * in sroce_udp_encap_rcv() until then, and module exit must not overtake it.
+ * Every network namespace that has sroce devices gets its own IPv4 and IPv6
+ * (v6only) UDP tunnel socket on port 4791, kept in the namespace's
+ * net_generic() slot (struct sroce_net). A device belongs to the namespace
+ * its netdev was in when it was created (sdev->net): it receives on that
+ * namespace's sockets and routes its packets there. sroce_net_get() opens
+ * the sockets for the first device of a namespace, sroce_net_put() closes
+ * them after the last one is gone; a counter per namespace under
+ * sroce_net_lock tracks the users. If the port is taken in the namespace
+ * (rdma_rxe binds it in init_net when it loads) the first get fails with
+ * -EADDRINUSE and nothing is left open. After closing, a grace period
+ * passes before put returns: the UDP stack looks sockets up under RCU, so a
+ * receive may still be running in sroce_udp_encap_rcv() until then, and
+ * module exit must not overtake it.
+ *
+ * A device holds no reference on its namespace (that would keep a deleted
+ * namespace alive forever, and its netdevs with it). Instead, the
+ * namespace's exit method (sroce_net_exit) unregisters the devices that
+ * still belong to it and waits for them, after the netdevs have left (they
+ * are unregistered, or moved back to init_net, before our exit runs); only
+ * then does the namespace go. A netdev that moves to another namespace is
+ * unregistered in the old one first, which unregisters its device (main.c);
+ * until that has happened the device sends nothing (sroce_tx_send checks
+ * that the netdev is still in sdev->net).
  *
  * Receive
  * -------
@@ -48,6 +63,8 @@
 #include <net/ip.h>
 #include <net/ip6_route.h>
 #include <net/ipv6.h>
+#include <net/net_namespace.h>
+#include <net/netns/generic.h>
 #include <net/route.h>
 #include <net/udp_tunnel.h>
 
@@ -277,7 +294,8 @@ static int sroce_udp_encap_rcv(struct sock *sk, struct sk_buff *skb)
 
 	rcu_read_lock();
 	sdev = sroce_dev_by_ndev_rcu(skb->dev);
-	if (sdev)
+	/* A device whose netdev has just left its namespace takes nothing. */
+	if (sdev && net_eq(sock_net(sk), sdev->net))
 		sroce_rx(sdev, skb);
 	else
 		kfree_skb(skb);	/* no sroce device on this netdev */
@@ -384,7 +402,7 @@ static int sroce_tx_route4(struct sroce_dev *sdev, const struct sroce_av *av,
 	};
 	struct rtable *rt;
 
-	rt = ip_route_output_key(&init_net, &fl4);
+	rt = ip_route_output_key(sdev->net, &fl4);
 	if (IS_ERR(rt))
 		return PTR_ERR(rt);
 	skb_dst_set(skb, &rt->dst);
@@ -404,7 +422,7 @@ static int sroce_tx_route6(struct sroce_dev *sdev, const struct sroce_av *av,
 
 	if (!IS_ENABLED(CONFIG_IPV6))
 		return -EAFNOSUPPORT;
-	dst = ip6_route_output(&init_net, NULL, &fl6);
+	dst = ip6_route_output(sdev->net, NULL, &fl6);
 	if (dst->error) {
 		int err = dst->error;
 
@@ -491,8 +509,17 @@ int sroce_tx_send(struct sroce_dev *sdev, const struct sroce_av *av, u16 sport,
 		return 0;
 	}
 
-	err = av->ipver == 4 ? sroce_tx_route4(sdev, av, skb) :
-			       sroce_tx_route6(sdev, av, skb);
+	/*
+	 * A netdev moving to another namespace unregisters the device, but
+	 * not at once: until then it has no route, not even one of the new
+	 * namespace.
+	 */
+	if (!net_eq(dev_net(sdev->ndev), sdev->net))
+		err = -ENETUNREACH;
+	else if (av->ipver == 4)
+		err = sroce_tx_route4(sdev, av, skb);
+	else
+		err = sroce_tx_route6(sdev, av, skb);
 	if (err) {
 		sroce_cnt_inc(sdev, SROCE_CNT_TX_ERR);
 		kfree_skb(skb);
@@ -502,9 +529,9 @@ int sroce_tx_send(struct sroce_dev *sdev, const struct sroce_av *av, u16 sport,
 	skb->ip_summed = CHECKSUM_NONE;
 	sroce_tx_account(tp);
 	if (av->ipver == 4)
-		err = ip_local_out(&init_net, NULL, skb);
+		err = ip_local_out(sdev->net, NULL, skb);
 	else
-		err = ip6_local_out(&init_net, NULL, skb);
+		err = ip6_local_out(sdev->net, NULL, skb);
 	/*
 	 * A full queue (qdisc or device) drops the packet and says so: tell
 	 * the caller, who holds back and tries again a little later rather
@@ -557,12 +584,17 @@ void sroce_net_fini_dev(struct sroce_dev *sdev)
 
 /* ----------------------------------------------------------------- sockets */
 
-static DEFINE_MUTEX(sroce_net_lock);
-static unsigned int sroce_net_users;	/* sroce_net_lock */
-static struct socket *sroce_sock4;	/* sroce_net_lock */
-static struct socket *sroce_sock6;	/* sroce_net_lock */
+/* A namespace's port 4791 sockets and their users, in its net_generic(). */
+struct sroce_net {
+	struct socket		*sock4;		/* sroce_net_lock */
+	struct socket		*sock6;		/* sroce_net_lock */
+	unsigned int		users;		/* sroce_net_lock */
+};
 
-static int sroce_udp_open(int family, struct socket **sockp)
+static unsigned int sroce_net_id __read_mostly;
+static DEFINE_MUTEX(sroce_net_lock);
+
+static int sroce_udp_open(struct net *net, int family, struct socket **sockp)
 {
 	struct udp_tunnel_sock_cfg tcfg = {
 		.encap_type = 1,
@@ -587,43 +619,50 @@ static int sroce_udp_open(int family, struct socket **sockp)
 		cfg.local_ip.s_addr = htonl(INADDR_ANY);
 	}
 
-	err = udp_sock_create(&init_net, &cfg, &sock);
+	err = udp_sock_create(net, &cfg, &sock);
 	if (err)
 		return err;
-	setup_udp_tunnel_sock(&init_net, sock, &tcfg);
+	setup_udp_tunnel_sock(net, sock, &tcfg);
 	*sockp = sock;
 	return 0;
 }
 
-static void sroce_udp_close_all(void)
+static void sroce_udp_close_all(struct sroce_net *sn)
 {
-	if (sroce_sock6)
-		udp_tunnel_sock_release(sroce_sock6);
-	if (sroce_sock4)
-		udp_tunnel_sock_release(sroce_sock4);
-	sroce_sock6 = NULL;
-	sroce_sock4 = NULL;
+	if (sn->sock6)
+		udp_tunnel_sock_release(sn->sock6);
+	if (sn->sock4)
+		udp_tunnel_sock_release(sn->sock4);
+	sn->sock6 = NULL;
+	sn->sock4 = NULL;
 	/* Receives that found a socket before it was unhashed are done. */
 	synchronize_rcu();
 }
 
-/*
- * Take a reference on the port 4791 sockets, opening them for the first
- * user. name is the device being created, for the log.
+/**
+ * sroce_net_get - take a reference on a namespace's port 4791 sockets
+ * @net: the namespace, alive (the caller holds a reference on it)
+ * @name: the device being created, for the log
+ *
+ * Opens the sockets for the first user in @net.
+ *
+ * Return: 0, -EADDRINUSE if another RoCE v2 device has the port in @net,
+ * or another negative error.
  */
-int sroce_net_get(const char *name)
+int sroce_net_get(struct net *net, const char *name)
 {
+	struct sroce_net *sn = net_generic(net, sroce_net_id);
 	int err = 0;
 
 	mutex_lock(&sroce_net_lock);
-	if (sroce_net_users) {
-		sroce_net_users++;
+	if (sn->users) {
+		sn->users++;
 		goto out;
 	}
 
-	err = sroce_udp_open(AF_INET, &sroce_sock4);
+	err = sroce_udp_open(net, AF_INET, &sn->sock4);
 	if (!err && IS_ENABLED(CONFIG_IPV6)) {
-		err = sroce_udp_open(AF_INET6, &sroce_sock6);
+		err = sroce_udp_open(net, AF_INET6, &sn->sock6);
 		/* IPv6 disabled at boot: IPv4 only. */
 		if (err == -EAFNOSUPPORT)
 			err = 0;
@@ -635,20 +674,48 @@ int sroce_net_get(const char *name)
 		else
 			pr_info("cannot create %s: UDP port %u socket: error %d\n",
 				name, SROCE_UDP_PORT, err);
-		sroce_udp_close_all();
+		sroce_udp_close_all(sn);
 		goto out;
 	}
-	sroce_net_users = 1;
+	sn->users = 1;
 out:
 	mutex_unlock(&sroce_net_lock);
 	return err;
 }
 
 /* Drop a reference taken by sroce_net_get(); the last one closes. */
-void sroce_net_put(void)
+void sroce_net_put(struct net *net)
 {
+	struct sroce_net *sn = net_generic(net, sroce_net_id);
+
 	mutex_lock(&sroce_net_lock);
-	if (!--sroce_net_users)
-		sroce_udp_close_all();
+	if (!--sn->users)
+		sroce_udp_close_all(sn);
 	mutex_unlock(&sroce_net_lock);
+}
+
+/*
+ * A namespace goes away (or the module does). Its netdevs are gone from it
+ * already; the devices that belonged to it are unregistered, and their
+ * last put closes the sockets.
+ */
+static void __net_exit sroce_net_exit(struct net *net)
+{
+	sroce_forget_devs(net);
+}
+
+static struct pernet_operations sroce_net_ops = {
+	.exit = sroce_net_exit,
+	.id = &sroce_net_id,
+	.size = sizeof(struct sroce_net),
+};
+
+int sroce_net_register(void)
+{
+	return register_pernet_subsys(&sroce_net_ops);
+}
+
+void sroce_net_unregister(void)
+{
+	unregister_pernet_subsys(&sroce_net_ops);
 }

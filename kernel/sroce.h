@@ -173,7 +173,12 @@ struct sroce_dev {
 	 */
 	struct hlist_node	hnode;
 	const struct net_device	*rx_ndev;
-	bool			net_held;	/* holds a sroce_net_get() */
+	/*
+	 * The network namespace the device sends and receives in: its
+	 * netdev's when it was created. Holds a sroce_net_get() on it once
+	 * set; no reference on the namespace (see main.c).
+	 */
+	struct net		*net;
 	struct sroce_rx_stats __percpu *stats;
 
 	struct ida		pd_ida;
@@ -614,11 +619,14 @@ static inline enum sroce_transport sroce_qp_transport(const struct sroce_qp *qp)
 void sroce_dealloc_driver(struct ib_device *ibdev);
 
 struct sroce_dev *sroce_dev_by_ndev_rcu(const struct net_device *ndev);
+void sroce_forget_devs(const struct net *net);
 
 /* net.c */
 void sroce_net_init_counters(void);
-int sroce_net_get(const char *name);
-void sroce_net_put(void);
+int sroce_net_register(void);
+void sroce_net_unregister(void);
+int sroce_net_get(struct net *net, const char *name);
+void sroce_net_put(struct net *net);
 int sroce_net_alloc_stats(struct sroce_dev *sdev);
 void sroce_net_free_stats(struct sroce_dev *sdev);
 struct rdma_hw_stats *sroce_alloc_hw_port_stats(struct ib_device *ibdev,

@@ -93,9 +93,10 @@ def active_mtu(g, dev):
     return int(m.group(1))
 
 
-def gid_index(g, dev, ipv6=False):
-    """Index of the RoCE v2 GID for the guest's link address (IPv4-mapped or IPv6)."""
-    want = ipaddress.ip_address(g.ip6 if ipv6 else g.ip4)
+def gid_index(g, dev, ipv6=False, addr=None):
+    """Index of the RoCE v2 GID for the guest's link address (IPv4-mapped or IPv6),
+    or for addr (either family) if given."""
+    want = ipaddress.ip_address(addr or (g.ip6 if ipv6 else g.ip4))
     # One read of the whole table; unused entries have no type (EINVAL, silenced).
     out = g.check("cd /sys/class/infiniband/%s/ports/1 && grep -H . gid_attrs/types/* "
                   "2>/dev/null | while IFS=: read -r f t; do i=${f##*/}; "
@@ -104,8 +105,8 @@ def gid_index(g, dev, ipv6=False):
         parts = line.split(maxsplit=2)
         if len(parts) < 3 or "v2" not in parts[2]:
             continue
-        addr = ipaddress.ip_address(parts[1])
-        if (ipv6 and addr == want) or (not ipv6 and addr.ipv4_mapped == want):
+        gid = ipaddress.ip_address(parts[1])
+        if gid == want or gid.ipv4_mapped == want:
             return int(parts[0])
     raise AssertionError("%s: no RoCE v2 GID for %s on %s:\n%s" % (g.name, want, dev, out))
 
