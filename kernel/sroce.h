@@ -30,9 +30,12 @@
 /*
  * Rings, WQE copies and page arrays: charged to the memory cgroup of the
  * creating process, and when the cgroup is full the create fails with
- * ENOMEM instead of invoking its OOM killer.
+ * ENOMEM instead of invoking its OOM killer. Their sizes come from the
+ * caller, so a failure is the caller's (ENOMEM), not a kernel problem worth
+ * an allocation-failure splat in the log (6.12 prints one for vmalloc).
  */
-#define SROCE_GFP_RING		(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL)
+#define SROCE_GFP_RING \
+	(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
 
 /* The one and only port of every sroce device. */
 #define SROCE_PORT			1
