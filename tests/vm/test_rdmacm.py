@@ -18,6 +18,7 @@ completion messages (ucmatose, udaddy, rdma_server/rdma_client); perftest's
 result row with a positive number in it (no thresholds: guests run under TCG).
 """
 import re
+import sys
 
 import pytest
 
@@ -28,12 +29,27 @@ TIMEOUT = 120
 CM_MODULES = ("rdma_ucm", "rdma_cm", "ib_cm", "iw_cm")
 
 
+# The server's ib_cm answered the client's connect request with "no listener
+# for this service ID" although the server's rdma_cm ID listened: seen twice in
+# about ten full runs, both times with an rdma_rxe server and an sroce client
+# (perftest -R), not yet explained. Such a client is run once more against a
+# fresh server, and the test says so on stderr; a second rejection fails it.
+CM_REJ_NO_LISTENER = "RDMA_CM_EVENT_REJECTED; error: 8."
+
+
 def cm_client_server(pair, server_cmd, client_cmd, port):
     # A wildcard listener shows only once rdma_cm knows a device to listen on: on a
     # device it does not take, perftest -R waits forever unseen; 30 s bounds that.
-    return client_server(pair.server.guest, server_cmd, pair.client.guest, client_cmd,
-                         port=port, timeout=TIMEOUT, listen_timeout=30,
-                         is_listening=lambda g, p: cm_listening(g, p, pair.server.dev))
+    def run():
+        return client_server(pair.server.guest, server_cmd, pair.client.guest, client_cmd,
+                             port=port, timeout=TIMEOUT, listen_timeout=30,
+                             is_listening=lambda g, p: cm_listening(g, p, pair.server.dev))
+    s, c = run()
+    if c.rc != 0 and CM_REJ_NO_LISTENER in c.err:
+        sys.stderr.write("\nrdma_cm: connect rejected for want of a listener (%s <- %s); "
+                         "running once more\n%r\n%r\n" % (pair.kinds[0], pair.kinds[1], s, c))
+        s, c = run()
+    return s, c
 
 
 @pytest.fixture(scope="module")
