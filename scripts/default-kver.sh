@@ -1,14 +1,13 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # Print the default kernel version sroce builds and tests for: the newest
-# Debian 6.1 kernel under /lib/modules that has headers (Debian 12's default
-# kernel, linux-image-amd64), else the newest kernel that has headers. Another
-# one is selected explicitly: make KVER=6.12.N+deb12-amd64.
+# kernel under /lib/modules that has headers (with both of Debian 12's kernels
+# installed, 6.12). Another one is selected explicitly: make KVER=6.1.0-N-amd64.
 #
-# With --others: the kernels "make test" runs its subset on besides the
-# default one, one per series (the newest 6.12 when the default is a 6.1):
-# installed kernels with headers and a /boot image, newest of each major.minor
-# other than the default's. One per line; nothing if there are none.
+# With --others [KVER]: the kernels "make test" runs its subset on besides KVER
+# (default: the default one), one per series: installed kernels with headers
+# and a /boot image, the newest of each major.minor other than KVER's. One per
+# line; nothing if there are none.
 list() {
 	for d in /lib/modules/*/build/Makefile; do
 		[ -e "$d" ] || continue
@@ -19,8 +18,7 @@ list() {
 series() {
 	echo "$1" | cut -d. -f1,2 | sed 's/[^0-9.].*//'
 }
-def=$(list | grep '^6\.1\.' | tail -n 1)
-[ -n "$def" ] || def=$(list | tail -n 1)
+def=$(list | tail -n 1)
 if [ "${1:-}" != "--others" ]; then
 	echo "$def"
 	exit 0

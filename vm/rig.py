@@ -52,8 +52,8 @@ class RigError(Exception):
 
 
 def default_kver():
-    """The kernel the Makefile defaults to (scripts/default-kver.sh: the newest Debian
-    6.1 kernel with headers, else the newest with headers); it needs /boot/vmlinuz-K."""
+    """The kernel the Makefile defaults to (scripts/default-kver.sh: the newest kernel
+    with headers); it needs /boot/vmlinuz-K."""
     k = subprocess.run([os.path.join(REPO, "scripts", "default-kver.sh")], check=True,
                        capture_output=True, text=True).stdout.strip()
     if not k or not os.path.exists("/boot/vmlinuz-" + k):
