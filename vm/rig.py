@@ -385,8 +385,9 @@ class Guest:
         for p in (self.console,):
             if os.path.exists(p):
                 os.unlink(p)
-        kargs = ("console=ttyS0 loglevel=5 panic=-1 slub_debug=FZPU mitigations=off "
-                 "rdinit=/init no_timer_check net.ifnames=0 " + r.kargs).strip()
+        kargs = ("console=ttyS0 loglevel=5 panic=-1 %smitigations=off "
+                 "rdinit=/init no_timer_check net.ifnames=0 %s"
+                 % ("slub_debug=FZPU " if r.debug else "", r.kargs)).strip()
         cmd = ["qemu-system-x86_64", "-name", self.name, "-machine", "q35", "-nodefaults",
                "-no-user-config",
                "-display", "none", "-no-reboot", "-m", str(r.mem), "-smp", str(r.smp),
@@ -615,12 +616,15 @@ def shlex_quote(s):
 
 class Rig:
     def __init__(self, guests=2, kver=None, mtu=1500, smp=1, mem=1024, kargs="", netem=None,
-                 outdir=None, install_tree=None, boot_timeout=None):
+                 outdir=None, install_tree=None, boot_timeout=None, debug=True):
         if guests < 1:
             raise RigError("need at least one guest")
         self.n = guests
         self.kver = kver or os.environ.get("KVER") or default_kver()
         self.mtu, self.smp, self.mem, self.kargs = mtu, smp, mem, kargs
+        # Test guests check every slab object (slub_debug=FZPU); benchmarks boot
+        # as users do (debug=False).
+        self.debug = debug
         self.netem = netem or {}
         self.outdir = os.path.abspath(outdir or os.path.join(BUILD, "vm", "run"))
         if install_tree is None:
@@ -784,6 +788,8 @@ def main():
     ap.add_argument("--smp", type=int, default=1)
     ap.add_argument("--mem", type=int, default=1024, help="MiB per guest")
     ap.add_argument("--kargs", default="", help="extra kernel arguments")
+    ap.add_argument("--no-slub-debug", dest="debug", action="store_false",
+                    help="boot without slub_debug=FZPU (as users do; for measurements)")
     ap.add_argument("--netem", action="append", default=[], metavar="IDX:ARGS",
                     help="netem qdisc on guest IDX's eth0, e.g. 1:'loss 1%%'")
     ap.add_argument("--out", default=None, help="output directory (default build/vm/run)")
@@ -801,7 +807,7 @@ def main():
         i, _, args = n.partition(":")
         netem[int(i)] = args
     rig = Rig(guests=a.guests, kver=a.kver, mtu=a.mtu, smp=a.smp, mem=a.mem, kargs=a.kargs,
-              netem=netem, outdir=a.out)
+              netem=netem, outdir=a.out, debug=a.debug)
     status = 0
     with rig:
         print("rig: %d guests of %s (%s) up in %.1f s; output in %s" %
