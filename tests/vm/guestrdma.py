@@ -191,7 +191,7 @@ def cm_listening(g, port, dev=None):
 
 
 def client_server(server, server_cmd, client, client_cmd, port=EXCH_PORT, timeout=180,
-                  listen_timeout=60, is_listening=listening):
+                  listen_timeout=60, is_listening=listening, before_client=None):
     """Spawn server_cmd in guest server, wait until it listens on port (as
     is_listening(guest, port) tells: a TCP listener by default), run
     client_cmd in guest client, then collect the server.
@@ -200,7 +200,7 @@ def client_server(server, server_cmd, client, client_cmd, port=EXCH_PORT, timeou
     the server exits or never listens, the client is not run and its Result has
     rc -1 and says why. A server that outlives a failed client by 5 s (it may
     wait for a peer that is gone, forever) or a good one by timeout is killed
-    (rc 124)."""
+    (rc 124). before_client() is called just before the client starts."""
     # A listener left over from an earlier server would take the client instead.
     end = time.time() + 10
     while is_listening(server, port):
@@ -217,6 +217,8 @@ def client_server(server, server_cmd, client, client_cmd, port=EXCH_PORT, timeou
                        else "server did not listen on port %d in %d s" % (port, listen_timeout))
                 return srv.wait(5), rigmod.Result(client_cmd, -1, "", why)
             time.sleep(0.3)
+        if before_client:
+            before_client()
         cli = client.run(client_cmd, timeout=timeout)
         return srv.wait(timeout if cli.ok else 5), cli
     finally:

@@ -182,12 +182,14 @@ def fio_verify(g, devs, patterns, timeout=300):
 class NvmetTarget:
     """nvmet in guest g: one subsystem (any host allowed) with two namespaces,
     1 = a memory-backed null_blk disk, 2 = a file on tmpfs (buffered_io: tmpfs
-    has no O_DIRECT in 6.1), exported on an RDMA port at g's IPv4 address."""
+    has no O_DIRECT in 6.1), exported on an RDMA port (or, with trtype="tcp", a
+    TCP port: make bench's nvme-tcp baseline) at g's IPv4 address."""
 
     CFG = "/sys/kernel/config/nvmet"
 
-    def __init__(self, g, size_mb=64, nqn=NVME_NQN, port_id=1):
+    def __init__(self, g, size_mb=64, nqn=NVME_NQN, port_id=1, trtype="rdma"):
         self.g, self.size_mb, self.nqn, self.port_id = g, size_mb, nqn, port_id
+        self.trtype = trtype
         self.file = "/run/sroce-nvmet/ns2.img"
         self.addr = g.ip4
         self.subsys = "%s/subsystems/%s" % (self.CFG, nqn)
@@ -197,7 +199,8 @@ class NvmetTarget:
     def setup(self, state):
         g = self.g
         state.mount_configfs()
-        g.check("modprobe nvmet && modprobe nvmet-rdma && modprobe null_blk nr_devices=0")
+        g.check("modprobe nvmet && modprobe nvmet-%s && modprobe null_blk nr_devices=0"
+                % self.trtype)
         g.check("set -e; d=/sys/kernel/config/nullb/%s; mkdir $d; echo %d > $d/size; "
                 "echo 4096 > $d/blocksize; echo 1 > $d/memory_backed; echo 1 > $d/power"
                 % (NULLB, self.size_mb))
@@ -210,9 +213,9 @@ class NvmetTarget:
                 "echo 1 > $s/namespaces/1/enable; "
                 "mkdir $s/namespaces/2; echo -n %s > $s/namespaces/2/device_path; "
                 "echo 1 > $s/namespaces/2/buffered_io; echo 1 > $s/namespaces/2/enable; "
-                "p=%s; mkdir $p; echo rdma > $p/addr_trtype; echo ipv4 > $p/addr_adrfam; "
+                "p=%s; mkdir $p; echo %s > $p/addr_trtype; echo ipv4 > $p/addr_adrfam; "
                 "echo %s > $p/addr_traddr; echo %d > $p/addr_trsvcid"
-                % (self.subsys, nb, self.file, self.port, self.addr, NVME_PORT))
+                % (self.subsys, nb, self.file, self.port, self.trtype, self.addr, NVME_PORT))
         self.enable()
 
     def enable(self):
@@ -234,7 +237,7 @@ class NvmetTarget:
                      % (self.CFG, self.CFG)).out.split()
         left = [x for x in left if x not in ("features",) and not x.endswith(":")]
         assert not left, "configfs entries left in %s: %r" % (g.name, left)
-        g.check("modprobe -r nvmet_rdma nvmet null_blk")
+        g.check("modprobe -r nvmet_%s nvmet null_blk" % self.trtype)
 
 
 @contextlib.contextmanager
@@ -248,8 +251,9 @@ def nvmet_target(g, state, **kw):
 
 
 def nvme_discover(g, target):
-    out = g.check("nvme discover -t rdma -a %s -s %d --hostnqn=%s --hostid=%s"
-                  % (target.addr, NVME_PORT, host_nqn(g), host_id(g)), timeout=120)
+    out = g.check("nvme discover -t %s -a %s -s %d --hostnqn=%s --hostid=%s"
+                  % (target.trtype, target.addr, NVME_PORT, host_nqn(g), host_id(g)),
+                  timeout=120)
     return out
 
 
@@ -273,7 +277,8 @@ def nvme_namespaces(g, nqn):
 
 
 class NvmeHost:
-    """nvme-rdma in guest g, connected to target (short reconnect delay)."""
+    """nvme-rdma (nvme-tcp for a TCP target) in guest g, connected to target
+    (short reconnect delay)."""
 
     def __init__(self, g, target):
         self.g, self.t = g, target
@@ -282,18 +287,18 @@ class NvmeHost:
 
     def connect(self):
         g, t = self.g, self.t
-        g.check("modprobe nvme-rdma")
+        g.check("modprobe nvme-%s" % t.trtype)
         disc = nvme_discover(g, t)
         assert re.search(r"subnqn:\s*%s" % re.escape(t.nqn), disc), disc
-        assert re.search(r"trtype:\s*rdma", disc) and re.search(r"traddr:\s*%s\b" %
+        assert re.search(r"trtype:\s*%s" % t.trtype, disc) and re.search(r"traddr:\s*%s\b" %
                                                                 re.escape(t.addr), disc), disc
-        g.check("nvme connect -t rdma -n %s -a %s -s %d --hostnqn=%s --hostid=%s "
+        g.check("nvme connect -t %s -n %s -a %s -s %d --hostnqn=%s --hostid=%s "
                 "--reconnect-delay=1 --ctrl-loss-tmo=60"
-                % (t.nqn, t.addr, NVME_PORT, host_nqn(g), host_id(g)), timeout=120)
+                % (t.trtype, t.nqn, t.addr, NVME_PORT, host_nqn(g), host_id(g)), timeout=120)
         ctrls = nvme_controllers(g, t.nqn)
         assert len(ctrls) == 1, "controllers for %s: %r" % (t.nqn, ctrls)
         self.ctrl = ctrls[0]
-        assert nvme_ctrl_attr(g, self.ctrl, "transport") == "rdma"
+        assert nvme_ctrl_attr(g, self.ctrl, "transport") == t.trtype
         addr = nvme_ctrl_attr(g, self.ctrl, "address")
         assert "traddr=%s" % t.addr in addr and "trsvcid=%d" % NVME_PORT in addr, addr
         # Namespaces are scanned asynchronously after connect.
@@ -326,7 +331,7 @@ def nvme_host(g, target):
     finally:
         if nvme_controllers(g, target.nqn):
             h.disconnect()
-        g.run("modprobe -r nvme_rdma nvme_fabrics; true", timeout=60)
+        g.run("modprobe -r nvme_%s nvme_fabrics; true" % target.trtype, timeout=60)
 
 
 # ------------------------------------------------------------ iSER (LIO + open-iscsi)
