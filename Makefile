@@ -9,7 +9,7 @@
 #                             installed (KVER_OTHERS); make test KVER=K: all of them on K only
 #   make check-style          checkpatch --strict on kernel/, LINUX_VERSION_CODE only in compat.h
 #   make demo                 two guests, sroce0 in each, rdma link + ibv_devinfo, traffic
-#   make bench                speed floor: sroce<->sroce vs rxe<->rxe (never part of make test)
+#   make bench                sroce vs rdma_rxe vs TCP, build/bench/ (never part of make test)
 #   make deb                  build/deb/sroce-dkms_V_all.deb and libsroce_V_ARCH.deb (debian/)
 #   make clean
 
@@ -96,9 +96,11 @@ demo: deps
 	$(MAKE) --no-print-directory install-tree
 	KVER=$(KVER) $(PYTHON) vm/rig.py --guests 2 --script vm/demo.sh
 
-# ib_write_bw 64 KiB and ib_send_lat 2 B, 3 runs each, sroce<->sroce and rxe<->rxe in
-# one rig run: medians and ratios (BENCH_ARGS=--reps 5 ...; vm/bench.py --help).
-bench: install-tree
+# sroce against rdma_rxe and TCP (perftest, iperf3, sockperf, NVMe-oF) at netdev MTU
+# 1500 and 9000, guests without slub_debug, medians of 5: build/bench/bench.{json,png}
+# (BENCH_ARGS=--quick ...; vm/bench.py --help; Documentation/performance.rst).
+bench: deps
+	$(MAKE) --no-print-directory install-tree
 	KVER=$(KVER) $(PYTHON) vm/bench.py $(BENCH_ARGS)
 
 # The Debian packages, built in a copy of the tree (build/deb/src/sroce) so that

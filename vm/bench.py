@@ -1,22 +1,35 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0
-"""make bench: sroce's speed floor against rdma_rxe, in one rig run.
+"""make bench: sroce against rdma_rxe and TCP on the same link, in one rig run.
 
-Boots two guests once, then for each kind (sroce<->sroce, then rxe<->rxe: the
-two cannot share a guest, so the guests are reconfigured in between) runs with
-the server in guest 0 and the client in guest 1:
+Boots two guests once, as users run them (no slub_debug), and measures, server
+in guest 0 and client in guest 1, at each netdev MTU (--mtus, default 1500 and
+9000; the RoCE path MTU follows: 1024 and 4096):
 
-  ib_write_bw  64 KiB messages   (BW average, Gb/s; higher is better)
-  ib_send_lat  2-byte messages   (t_typical, the median latency, usec; lower is better)
+  perftest, sroce<->sroce and rxe<->rxe (BW average in Gb/s; t_typical in usec):
+    ib_write_bw / ib_read_bw / ib_send_bw at 64 KiB and 4 KiB, ib_write_bw -q 4
+    ib_send_lat / ib_write_lat / ib_read_lat at 2 bytes
+  TCP on the same link:
+    iperf3, one stream (received Gb/s); sockperf ping-pong (median, usec; its
+    smallest message is 14 bytes; half the round trip, as perftest reports)
+  NVMe-oF (a null_blk namespace exported by nvmet in guest 0, fio in guest 1):
+    nvme-rdma over sroce, nvme-rdma over rdma_rxe, nvme-tcp:
+    4 KiB random read IOPS (iodepth 32), 128 KiB sequential read MB/s (iodepth 8)
 
-each --reps times (default 3), and prints every result, the medians, the ratio
-sroce/rxe and the exact commands. Results also go to build/vm/bench/bench.json, the
-output of every run to build/vm/bench/<kind>-<test>-<rep>.log.
+Every measurement runs --reps times (default 5); within a repetition the kinds
+alternate and their order rotates, so that a change in the host's load hits
+every side of a ratio alike. Reported: median, spread (min..max), the ratios
+sroce/rxe and sroce/TCP, and the guests' CPU time per GiB moved (both guests'
+busy time from /proc/stat over a window inside each bandwidth run, so process
+start-up stays out). perftest bandwidth runs last -D 8 s and are measured within
+2 s margins. --profile runs chosen perftest cases once more under perf record
+in both guests, with the host's CPU time per QEMU thread. Outputs in --out
+(default build/bench): bench.json, bench.png (the ratios), every run's log and
+profile-*.txt.
 
-A kind that fails (for example sroce before its transport exists) is reported
-with the failing command and its error; the other kind still runs, and the exit
-status is 1. Never part of "make test". Under TCG the absolute numbers say
-little; the ratio is what to watch.
+Never part of "make test". Under TCG the absolute numbers say little; the
+ratios are what to watch. Documentation/performance.rst has the method and the
+latest table.
 """
 import argparse
 import json
@@ -24,16 +37,45 @@ import os
 import re
 import statistics
 import sys
+import time
 
-# The guest-side RDMA helpers are the VM suites' own (tests/vm/guestrdma.py).
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "tests", "vm"))
+# The guest-side helpers are the VM suites' own (tests/vm).
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "vm"))
 import guestrdma  # noqa: E402
+import storage  # noqa: E402
 from guestrdma import DEVNAME, rigmod  # noqa: E402
 
 BW_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$", re.M)
 LAT_ROW = re.compile(r"^\s*(\d+)\s+(\d+)" + r"\s+([\d.]+)" * 7, re.M)
+# perftest's columns: BW peak, BW average, MsgRate; t_min, t_max, t_typical, ...
+BW_AVERAGE, T_TYPICAL = 4, 5
+SOCKPERF_P50 = re.compile(r"percentile 50\.000 =\s*([\d.]+)")
+PERF_PORT, IPERF_PORT, SOCKPERF_PORT = 18515, 5201, 11111
+GiB = 1 << 30
+
+# name, program, message size, extra flags, QPs, metric
+PERFTESTS = [
+    ("write_bw_64k", "ib_write_bw", 65536, "", 1, "bw"),
+    ("write_bw_4k", "ib_write_bw", 4096, "", 1, "bw"),
+    ("write_bw_64k_q4", "ib_write_bw", 65536, "-q 4", 4, "bw"),
+    ("read_bw_64k", "ib_read_bw", 65536, "", 1, "bw"),
+    ("read_bw_4k", "ib_read_bw", 4096, "", 1, "bw"),
+    ("send_bw_64k", "ib_send_bw", 65536, "", 1, "bw"),
+    ("send_bw_4k", "ib_send_bw", 4096, "", 1, "bw"),
+    ("send_lat", "ib_send_lat", 2, "", 1, "lat"),
+    ("write_lat", "ib_write_lat", 2, "", 1, "lat"),
+    ("read_lat", "ib_read_lat", 2, "", 1, "lat"),
+]
+UNITS = {"bw": "Gb/s", "lat": "usec", "iops": "IOPS", "mbs": "MB/s"}
+HIGHER = {"bw": True, "lat": False, "iops": True, "mbs": True}
+# What each RDMA case is compared with on TCP.
+TCP_PEER = {"write_bw_64k": "iperf3", "write_bw_4k": "iperf3", "write_bw_64k_q4": "iperf3",
+            "read_bw_64k": "iperf3", "send_bw_64k": "iperf3", "send_lat": "sockperf",
+            "write_lat": "sockperf", "read_lat": "sockperf"}
+NVME_CASES = [("nvme_randread_4k", "randread", "4k", 32, "iops"),
+              ("nvme_seqread_128k", "read", "128k", 8, "mbs")]
 
 
 class BenchError(Exception):
@@ -46,137 +88,576 @@ def first_error(r):
                             " / ".join(lines[:3]) or "no output")
 
 
-def configure(rig, kind):
-    """Both guests: every RDMA link removed, DEVNAME[kind] added on eth0; {guest: gid}."""
-    try:
-        return {g.index: guestrdma.configure(g, kind, families=("ipv4",)).gid["ipv4"]
-                for g in rig.guests}
-    except AssertionError as e:
-        raise BenchError(str(e))
+def busy_seconds(stat_line):
+    """CPU time not idle (user, nice, system, irq, softirq, steal) in a /proc/stat cpu line."""
+    f = stat_line.split()[1:]
+    user, nice, system, idle, iowait, irq, softirq, steal = (int(x) for x in f[:8])
+    return (user + nice + system + irq + softirq + steal) / 100.0
+
+
+class CpuWindow:
+    """Both guests' busy CPU time over [delay, delay + length] s from start(): a
+    window inside the transfer, so process start-up and handshakes stay out."""
+
+    def __init__(self, guests, delay, length):
+        self.guests, self.delay, self.length = guests, delay, length
+        self.procs = []
+
+    def start(self):
+        self.procs = [g.spawn("sleep %.1f; head -1 /proc/stat; sleep %.1f; head -1 /proc/stat"
+                              % (self.delay, self.length)) for g in self.guests]
+
+    def seconds(self):
+        """Busy CPU seconds of both guests in the window, or None if it did not complete."""
+        total = 0.0
+        for p in self.procs:
+            r = p.wait(self.delay + self.length + 30)
+            lines = [ln for ln in r.out.splitlines() if ln.startswith("cpu ")]
+            if r.rc != 0 or len(lines) != 2:
+                return None
+            total += busy_seconds(lines[1]) - busy_seconds(lines[0])
+        return total
+
+
+def host_threads(rig):
+    """{(guest, thread name): CPU seconds} of every QEMU thread on the host."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for g in rig.guests:
+        base = "/proc/%d/task" % g.qemu.pid
+        for tid in os.listdir(base):
+            try:
+                with open("%s/%s/stat" % (base, tid)) as f:
+                    st = f.read()
+                with open("%s/%s/comm" % (base, tid)) as f:
+                    comm = f.read().strip()
+            except OSError:
+                continue
+            fields = st[st.rindex(")") + 2:].split()
+            key = (g.name, "%s[%s]" % (comm, tid))
+            out[key] = (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+PERF_REPORT = ("perf report -i /tmp/bench.perf --no-children --stdio --sort sym -g none "
+               "2>/dev/null | grep -v '^#' | grep -v '^$'")
+PERF_ROW = re.compile(r"^\s*([\d.]+)%\s+\[(.)\]\s+(\S.*?)\s*$")
+IDLE_SYMS = {"pv_native_safe_halt", "default_idle", "default_idle_call", "do_idle",
+             "native_safe_halt", "cpuidle_idle_call", "arch_cpu_idle"}
+
+
+def busy_profile(report, top=25):
+    """perf report rows without the idle loop, as shares of the busy samples."""
+    rows = []
+    for line in report.splitlines():
+        m = PERF_ROW.match(line)
+        if m:
+            rows.append((float(m.group(1)), m.group(2), m.group(3)))
+    idle = sum(p for p, _, sym in rows if sym in IDLE_SYMS)
+    busy = [(p, k, sym) for p, k, sym in rows if sym not in IDLE_SYMS]
+    total = sum(p for p, _, _ in busy) or 1.0
+    lines = ["  (idle: %.1f%% of the samples; shares below are of the busy ones)" % idle]
+    for p, k, sym in busy[:top]:
+        lines.append("  %6.2f%%  %s %s" % (100 * p / total, "kernel" if k == "k" else "user  ",
+                                           sym))
+    return lines
+
+
+class Bench:
+    def __init__(self, rig, a):
+        self.rig, self.a = rig, a
+        self.srv, self.cli = rig[0], rig[1]
+        self.out = rig.outdir
+        # results[mtu][case][kind] = {"runs": [...], "cpu_per_gib": [...], "error": str}
+        self.results = {}
+        self.meta = {}
+        self.status = 0
+        self.profiling = False
+
+    # ---------------------------------------------------------------- recording
+
+    def slot(self, mtu, case, kind):
+        return self.results.setdefault(str(mtu), {}).setdefault(case, {}).setdefault(
+            kind, {"runs": [], "cpu_per_gib": []})
+
+    def record(self, mtu, case, kind, value, moved=None, cpu=None):
+        if self.profiling:
+            print("    %-18s %-5s %10.4g %s (under perf, not counted)"
+                  % (case, kind, value, UNITS[self.metric(case)]), flush=True)
+            return
+        s = self.slot(mtu, case, kind)
+        s["runs"].append(value)
+        extra = ""
+        if moved and cpu:
+            s["cpu_per_gib"].append(cpu / (moved / GiB))
+            extra = "   (%.2f CPU s/GiB)" % s["cpu_per_gib"][-1]
+        unit = UNITS[self.metric(case)]
+        print("    %-18s %-5s %10.4g %s%s" % (case, kind, value, unit, extra), flush=True)
+
+    def fail(self, mtu, case, kind, why):
+        self.slot(mtu, case, kind)["error"] = why
+        self.status = 1
+        print("    %-18s %-5s FAILED: %s" % (case, kind, why), flush=True)
+
+    def failed(self, mtu, case, kind):
+        return "error" in self.slot(mtu, case, kind)
+
+    @staticmethod
+    def metric(case):
+        for c in PERFTESTS:
+            if c[0] == case:
+                return c[5]
+        for c in NVME_CASES:
+            if c[0] == case:
+                return c[4]
+        return {"iperf3": "bw", "sockperf": "lat"}[case]
+
+    def log(self, name, *results):
+        with open(os.path.join(self.out, name + ".log"), "w") as f:
+            for who, r in results:
+                f.write("==== %s: %s (rc=%s)\n%s%s" % (who, r.cmd, r.rc, r.out, r.err))
+
+    def window(self, run_seconds):
+        """A CpuWindow for a transfer of run_seconds that starts with its start()."""
+        delay = min(2.0, run_seconds / 3.0)
+        return CpuWindow(self.rig.guests, delay, max(1.0, run_seconds - delay - 1.0))
+
+    # ---------------------------------------------------------------- set-up
+
+    def set_mtu(self, mtu):
+        for g in self.rig.guests:
+            guestrdma.unload_all_rdma_links(g)
+            g.check("ip link set eth0 mtu %d" % mtu)
+        guestrdma.wait_for(lambda: self.srv.run("ping -c1 -W1 -M do -s %d %s"
+                                                % (mtu - 28, self.cli.ip4)).ok,
+                           timeout=30, what="pings of %d bytes" % mtu)
+
+    def configure(self, kind):
+        """kind's RDMA device in both guests ("tcp": none); {guest index: IPv4 GID index}."""
+        if kind == "tcp":
+            for g in self.rig.guests:
+                guestrdma.unload_all_rdma_links(g)
+            return {}
+        sides = [guestrdma.configure(g, kind, families=("ipv4",)) for g in self.rig.guests]
+        self.meta.setdefault("active_mtu", {}).setdefault(kind, {})[
+            str(self.cur_mtu)] = sides[0].mtu
+        return {s.guest.index: s.gid["ipv4"] for s in sides}
+
+    # ---------------------------------------------------------------- runs
+
+    def perftest(self, mtu, rep, kind, gids, case):
+        name, prog, size, flags, qps, metric = case
+        win = None
+        if metric == "bw" and qps > 1:
+            # Debian 12's perftest reports BW 0 for -D with several QPs: iterations
+            # (no CPU window: the run's length is not known in advance)
+            opts = "-F -s %d -n %d %s" % (size, self.a.q_iters, flags)
+        elif metric == "bw":
+            # perftest measures between its margins (-f) of the -D seconds run
+            dur = self.a.bw_seconds
+            margin = 2 if dur >= 8 else 1
+            opts = "-F -s %d -D %d -f %d %s" % (size, dur, margin, flags)
+            # after the handshake (about a second) and the first margin
+            win = CpuWindow(self.rig.guests, margin + 1.5, max(1.0, dur - 2 * margin - 1.0))
+        else:
+            opts = "-F -s %d -n %d" % (size, self.a.lat_iters)
+        dev = DEVNAME[kind]
+        scmd = "%s -d %s -x %d %s" % (prog, dev, gids[0], opts)
+        ccmd = "%s -d %s -x %d %s %s" % (prog, dev, gids[1], opts, self.srv.ip4)
+        self.meta.setdefault("commands", {})[name] = {"server (g0)": scmd,
+                                                       "client (g1)": ccmd}
+        s, c = guestrdma.client_server(self.srv, scmd, self.cli, ccmd, port=PERF_PORT,
+                                       timeout=self.a.timeout,
+                                       before_client=win.start if win else None)
+        cpu = win.seconds() if win and win.procs else None
+        self.log("%d-%s-%s-%s" % (mtu, kind, name, rep), ("server g0", s), ("client g1", c))
+        if not (s.ok and c.ok):
+            bad = c if not c.ok else s
+            raise BenchError("%s: %s" % ("client" if bad is c else "server", first_error(bad)))
+        m = (BW_ROW if metric == "bw" else LAT_ROW).search(c.out)
+        if not m:
+            raise BenchError("no result line in the client's output")
+        if metric == "bw":
+            # MB/sec (perftest's MB is 2^20 bytes; 2 decimals, finer than --report_gbits)
+            gbps = float(m.group(BW_AVERAGE)) * (1 << 20) * 8 / 1e9
+            if gbps == 0:
+                raise BenchError("BW average 0: nothing completed within the margins")
+            self.record(mtu, name, kind, gbps, gbps * 1e9 / 8 * win.length if win else None,
+                        cpu)
+        else:
+            self.record(mtu, name, kind, float(m.group(T_TYPICAL)))
+
+    def iperf3(self, mtu, rep):
+        scmd = "iperf3 -s -1 -p %d" % IPERF_PORT
+        ccmd = "iperf3 -c %s -p %d -t %d -J" % (self.srv.ip4, IPERF_PORT, self.a.tcp_seconds)
+        self.meta.setdefault("commands", {})["iperf3"] = {"server (g0)": scmd,
+                                                           "client (g1)": ccmd}
+        win = self.window(self.a.tcp_seconds)
+        s, c = guestrdma.client_server(self.srv, scmd, self.cli, ccmd, port=IPERF_PORT,
+                                       timeout=self.a.timeout, before_client=win.start)
+        cpu = win.seconds()
+        self.log("%d-tcp-iperf3-%d" % (mtu, rep), ("server g0", s), ("client g1", c))
+        if not c.ok:
+            raise BenchError("client: " + first_error(c))
+        bps = json.loads(c.out)["end"]["sum_received"]["bits_per_second"]
+        self.record(mtu, "iperf3", "tcp", bps / 1e9, bps / 8 * win.length, cpu)
+
+    def sockperf(self, mtu, rep):
+        scmd = "sockperf sr --tcp -i %s -p %d" % (self.srv.ip4, SOCKPERF_PORT)
+        ccmd = "sockperf pp --tcp -i %s -p %d -t %d -m 14" % (self.srv.ip4, SOCKPERF_PORT,
+                                                               self.a.tcp_seconds)
+        self.meta.setdefault("commands", {})["sockperf"] = {"server (g0)": scmd,
+                                                             "client (g1)": ccmd}
+        srv = self.srv.spawn(scmd)
+        try:
+            guestrdma.wait_for(lambda: guestrdma.listening(self.srv, SOCKPERF_PORT),
+                               timeout=30, what="sockperf server")
+            c = self.cli.run(ccmd, timeout=self.a.timeout)
+        finally:
+            srv.kill()
+            s = srv.wait(10)
+        self.log("%d-tcp-sockperf-%d" % (mtu, rep), ("server g0", s), ("client g1", c))
+        m = SOCKPERF_P50.search(c.out + c.err)
+        if not c.ok or not m:
+            raise BenchError("client: " + first_error(c))
+        self.record(mtu, "sockperf", "tcp", float(m.group(1)))
+
+    def nvme(self, mtu, rep, kind):
+        trtype = "tcp" if kind == "tcp" else "rdma"
+        t_g, h_g = self.srv, self.cli
+        with storage.guest_state(t_g, h_g) as (ts, hs):
+            with storage.nvmet_target(t_g, ts, size_mb=self.a.nvme_mb, trtype=trtype) as tgt:
+                with storage.nvme_host(h_g, tgt) as host:
+                    dev = "/dev/" + host.ns[1]
+                    for name, rw, bs, depth, metric in NVME_CASES:
+                        if self.failed(mtu, name, kind):
+                            continue
+                        cmd = ("fio --name=%s --filename=%s --rw=%s --bs=%s --iodepth=%d "
+                               "--ioengine=libaio --direct=1 --runtime=%d --time_based "
+                               "--output-format=json" % (name, dev, rw, bs, depth,
+                                                         self.a.fio_seconds))
+                        self.meta.setdefault("commands", {})[name] = {"host (g1)": cmd}
+                        win = self.window(self.a.fio_seconds)
+                        win.start()
+                        r = h_g.run(cmd, timeout=self.a.timeout)
+                        cpu = win.seconds()
+                        self.log("%d-%s-%s-%d" % (mtu, kind, name, rep), ("host g1", r))
+                        try:
+                            if not r.ok:
+                                raise BenchError(first_error(r))
+                            rd = json.loads(r.out[r.out.index("{"):])["jobs"][0]["read"]
+                        except (BenchError, ValueError, KeyError) as e:
+                            self.fail(mtu, name, kind, str(e))
+                            continue
+                        if metric == "iops":
+                            self.record(mtu, name, kind, rd["iops"])
+                        else:
+                            self.record(mtu, name, kind, rd["bw_bytes"] / 1e6,
+                                        rd["bw_bytes"] * win.length, cpu)
+
+    def profile(self, mtu, kind, case):
+        """One more run of perftest case with perf record in both guests and the host's
+        per-thread CPU of the QEMU processes; the reports go to profile-*.txt."""
+        gids = self.configure(kind)
+        for g in self.rig.guests:
+            g.run("rm -f /tmp/bench.perf")
+        perfs = [g.spawn("perf record -e cpu-clock -a -o /tmp/bench.perf 2>/dev/null")
+                 for g in self.rig.guests]
+        time.sleep(2)
+        h0 = host_threads(self.rig)
+        t0 = time.time()
+        self.profiling = True
+        try:
+            self.perftest(mtu, "profile", kind, gids, case)
+        except (BenchError, rigmod.RigError) as e:
+            print("    profile run failed: %s" % e)
+        finally:
+            self.profiling = False
+        wall = time.time() - t0
+        h1 = host_threads(self.rig)
+        text = ["%s, %s, netdev MTU %d: %.1f s wall" % (case[0], kind, mtu, wall),
+                "host CPU seconds per QEMU thread during the run:"]
+        for k in sorted(h1, key=lambda k: -(h1[k] - h0.get(k, 0))):
+            d = h1[k] - h0.get(k, 0)
+            if d >= 0.05:
+                text.append("  %-4s %-28s %6.2f s (%3.0f%% of the run)" % (k + (d, 100 * d / wall)))
+        for g, p in zip(self.rig.guests, perfs):
+            g.run("pkill -INT -x perf")
+            p.wait(60)
+            rep = g.run(PERF_REPORT, timeout=300)
+            text += ["", "%s (%s) perf record -e cpu-clock -a; perf report --sort sym:" % (
+                g.name, "server" if g is self.srv else "client")] + busy_profile(rep.out)
+        path = os.path.join(self.out, "profile-%d-%s-%s.txt" % (mtu, kind, case[0]))
+        with open(path, "w") as f:
+            f.write("\n".join(text) + "\n")
+        print("    profile: %s" % path, flush=True)
+        self.meta.setdefault("profiles", []).append(path)
+
+    def run_kind(self, mtu, rep, kind):
+        print("  %s (MTU %d, repetition %d of %d)" % (kind, mtu, rep, self.a.reps), flush=True)
+        try:
+            gids = self.configure(kind)
+        except (AssertionError, rigmod.RigError) as e:
+            for case in self.cases(kind):
+                self.fail(mtu, case, kind, "configure: %s" % e)
+            return
+        if kind == "tcp":
+            for name, fn in (("iperf3", self.iperf3), ("sockperf", self.sockperf)):
+                if not self.failed(mtu, name, kind):
+                    try:
+                        fn(mtu, rep)
+                    except (BenchError, AssertionError, ValueError, rigmod.RigError) as e:
+                        self.fail(mtu, name, kind, str(e))
+        else:
+            for case in PERFTESTS:
+                if case[0] in self.a.skip or self.failed(mtu, case[0], kind):
+                    continue
+                try:
+                    self.perftest(mtu, rep, kind, gids, case)
+                except (BenchError, rigmod.RigError) as e:
+                    self.fail(mtu, case[0], kind, str(e))
+        if self.a.nvme and not all(self.failed(mtu, c[0], kind) for c in NVME_CASES):
+            try:
+                self.nvme(mtu, rep, kind)
+            except (AssertionError, rigmod.RigError) as e:
+                for c in NVME_CASES:
+                    self.fail(mtu, c[0], kind, "nvme: %s" % e)
+        bad = self.rig.console_problems()
+        if bad:
+            self.meta.setdefault("bad_console", []).extend(bad)
+            self.status = 1
+            print("  bad guest console lines:\n    " + "\n    ".join(bad), flush=True)
+
+    def cases(self, kind):
+        names = ["iperf3", "sockperf"] if kind == "tcp" else [c[0] for c in PERFTESTS]
+        return names + ([c[0] for c in NVME_CASES] if self.a.nvme else [])
+
+    def run(self):
+        kinds = self.a.kinds
+        for mtu in self.a.mtus:
+            print("\nnetdev MTU %d" % mtu, flush=True)
+            self.cur_mtu = mtu
+            self.set_mtu(mtu)
+            for rep in range(1, self.a.reps + 1):
+                shift = (rep - 1) % len(kinds)
+                for kind in kinds[shift:] + kinds[:shift]:
+                    self.run_kind(mtu, rep, kind)
+            for kind in [k for k in kinds if k != "tcp"]:
+                for case in [c for c in PERFTESTS if c[0] in self.a.profile]:
+                    try:
+                        self.profile(mtu, kind, case)
+                    except (AssertionError, rigmod.RigError) as e:
+                        self.status = 1
+                        print("    profile of %s %s FAILED: %s" % (kind, case[0], e),
+                              flush=True)
+        for g in self.rig.guests:
+            try:
+                guestrdma.unload_all_rdma_links(g)
+                g.check("ip link set eth0 mtu %d" % self.rig.mtu)
+            except (AssertionError, rigmod.RigError) as e:
+                print("bench: %s" % e)
+                self.status = 1
+
+
+# -------------------------------------------------------------------- summary
+
+def summarize(results, reps):
+    """Medians, spreads and ratios: {mtu: {case: {...}}}."""
+    summary = {}
+    for mtu, cases in results.items():
+        for case, kinds in cases.items():
+            row = summary.setdefault(mtu, {}).setdefault(case, {"kinds": {}})
+            for kind, s in kinds.items():
+                if "error" in s or len(s["runs"]) < reps:
+                    row["kinds"][kind] = {"error": s.get("error", "incomplete")}
+                    continue
+                row["kinds"][kind] = {
+                    "median": statistics.median(s["runs"]),
+                    "min": min(s["runs"]), "max": max(s["runs"]),
+                    "cpu_s_per_gib": (statistics.median(s["cpu_per_gib"])
+                                      if s["cpu_per_gib"] else None)}
+    for mtu, cases in summary.items():
+        for case, row in cases.items():
+            med = {k: v["median"] for k, v in row["kinds"].items() if "median" in v}
+            if "sroce" in med and med.get("rxe"):
+                row["sroce_over_rxe"] = med["sroce"] / med["rxe"]
+            peer = TCP_PEER.get(case)
+            pm = cases.get(peer, {}).get("kinds", {}).get("tcp", {}).get("median")
+            if "sroce" in med and pm:
+                row["sroce_over_tcp"] = med["sroce"] / pm
+            if case.startswith("nvme") and "sroce" in med and med.get("tcp"):
+                row["sroce_over_tcp"] = med["sroce"] / med["tcp"]
+    return summary
+
+
+def targets(summary, meta):
+    """The issue's targets: (what, value, met) per line; None where not measured."""
+    def ratio(mtu, case, key):
+        return summary.get(str(mtu), {}).get(case, {}).get(key)
+
+    def med(mtu, case, kind):
+        return summary.get(str(mtu), {}).get(case, {}).get("kinds", {}).get(kind, {}).get(
+            "median")
+    out = []
+
+    def add(what, v, ok):
+        out.append((what, v, None if v is None else ok(v)))
+    add("64 KiB WRITE BW sroce/rxe >= 4 (MTU 1500)", ratio(1500, "write_bw_64k",
+                                                         "sroce_over_rxe"), lambda v: v >= 4)
+    add("64 KiB WRITE BW sroce/iperf3 >= 1.0 (MTU 1500)",
+        ratio(1500, "write_bw_64k", "sroce_over_tcp"), lambda v: v >= 1.0)
+    add("64 KiB WRITE BW sroce/iperf3 >= 1.5 (MTU 9000)",
+        ratio(9000, "write_bw_64k", "sroce_over_tcp"), lambda v: v >= 1.5)
+    add("4 KiB WRITE BW sroce/rxe >= 3 (MTU 1500)", ratio(1500, "write_bw_4k", "sroce_over_rxe"),
+        lambda v: v >= 3)
+    add("2 B send_lat sroce/rxe <= 0.6 (MTU 1500)", ratio(1500, "send_lat", "sroce_over_rxe"),
+        lambda v: v <= 0.6)
+    add("2 B send_lat sroce/sockperf <= 1.0 (MTU 1500)",
+        ratio(1500, "send_lat", "sroce_over_tcp"), lambda v: v <= 1.0)
+    add("NVMe 4 KiB randread IOPS sroce/nvme-tcp >= 1.5 (MTU 1500)",
+        ratio(1500, "nvme_randread_4k", "sroce_over_tcp"), lambda v: v >= 1.5)
+    am = meta.get("active_mtu", {}).get("sroce", {}).get("9000")
+    add("RoCE MTU at netdev MTU 9000 == 4096", am, lambda v: v == 4096)
+    a, b = med(9000, "write_bw_64k", "sroce"), med(1500, "write_bw_64k", "sroce")
+    add("sroce 64 KiB WRITE BW, MTU 9000 / MTU 1500 >= 2", a / b if a and b else None,
+        lambda v: v >= 2)
+    return out
+
+
+def print_table(summary, kinds):
+    for mtu in sorted(summary, key=int):
+        print("\nnetdev MTU %s: median [min..max] of every kind; ratios of medians" % mtu)
+        print("  %-18s %-5s %s %9s %9s %s" % (
+            "case", "unit", "".join("%-29s" % k for k in kinds), "sroce/rxe", "sroce/tcp",
+            "CPU s/GiB " + "/".join(kinds)))
+        for case, row in summary[mtu].items():
+            cells, cpus = [], []
+            for k in kinds:
+                v = row["kinds"].get(k)
+                if v is None:
+                    cells.append("%-29s" % "-")
+                    cpus.append("-")
+                elif "error" in v:
+                    cells.append("%-29s" % "FAILED")
+                    cpus.append("-")
+                else:
+                    cells.append("%-29s" % ("%.4g [%.4g..%.4g]" % (v["median"], v["min"],
+                                                                   v["max"])))
+                    cpus.append("%.2f" % v["cpu_s_per_gib"] if v["cpu_s_per_gib"] else "-")
+            r1, r2 = row.get("sroce_over_rxe"), row.get("sroce_over_tcp")
+            print("  %-18s %-5s %s %9s %9s %s" % (
+                case, UNITS[Bench.metric(case)], "".join(cells),
+                "%.3f" % r1 if r1 else "-", "%.3f" % r2 if r2 else "-", "/".join(cpus)))
+
+
+def chart(summary, path):
+    """Bar chart of the ratios (sroce/rxe, sroce/TCP) per case and MTU."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    mtus = sorted(summary, key=int)
+    fig, axes = plt.subplots(1, len(mtus), figsize=(7 * len(mtus), 5.5), squeeze=False)
+    for ax, mtu in zip(axes[0], mtus):
+        cases = [c for c, r in summary[mtu].items()
+                 if "sroce_over_rxe" in r or "sroce_over_tcp" in r]
+        x = range(len(cases))
+        rxe = [summary[mtu][c].get("sroce_over_rxe", 0) for c in cases]
+        tcp = [summary[mtu][c].get("sroce_over_tcp", 0) for c in cases]
+        ax.bar([i - 0.2 for i in x], rxe, width=0.4, label="sroce / rdma_rxe")
+        ax.bar([i + 0.2 for i in x], tcp, width=0.4, label="sroce / TCP")
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xticks(list(x))
+        ax.set_xticklabels(cases, rotation=60, ha="right", fontsize=8)
+        ax.set_title("netdev MTU %s (latency: lower is better)" % mtu)
+        ax.set_ylabel("ratio of medians")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--bw-iters", type=int, default=500, help="ib_write_bw -n (default 500)")
-    ap.add_argument("--lat-iters", type=int, default=1000, help="ib_send_lat -n (default 1000)")
-    ap.add_argument("--kinds", default="sroce,rxe", help="default sroce,rxe")
+    ap.add_argument("--reps", type=int, default=5, help="default 5 (0: only --profile runs)")
+    ap.add_argument("--mtus", default="1500,9000", help="netdev MTUs (default 1500,9000)")
+    ap.add_argument("--kinds", default="sroce,rxe,tcp", help="default sroce,rxe,tcp")
+    ap.add_argument("--bw-seconds", type=int, default=8,
+                    help="perftest bandwidth runs: -D (default 8 s; measured within margins "
+                         "of 2 s, 1 s below 8 s)")
+    ap.add_argument("--lat-iters", type=int, default=2000, help="latency tests' -n")
+    ap.add_argument("--q-iters", type=int, default=500,
+                    help="-n per QP of the -q 4 bandwidth run (default 500)")
+    ap.add_argument("--tcp-seconds", type=int, default=4, help="iperf3 -t, sockperf -t")
+    ap.add_argument("--fio-seconds", type=int, default=5, help="fio --runtime")
+    ap.add_argument("--nvme-mb", type=int, default=256, help="null_blk size")
+    ap.add_argument("--no-nvme", dest="nvme", action="store_false")
+    ap.add_argument("--skip", default="", help="perftest cases to leave out, comma-separated")
+    ap.add_argument("--profile", default="",
+                    help="perftest cases to run once more per RDMA kind and MTU under perf "
+                         "record (both guests) and the host's per-thread accounting, e.g. "
+                         "write_bw_64k,send_lat: build/bench/profile-*.txt")
+    ap.add_argument("--quick", action="store_true",
+                    help="3 repetitions, MTU 1500 only, no NVMe, smaller runs")
+    ap.add_argument("--slub-debug", action="store_true",
+                    help="boot the guests with slub_debug=FZPU as the tests do (to look for "
+                         "memory corruption under the bench's load; slows allocations)")
     ap.add_argument("--smp", type=int, default=1)
     ap.add_argument("--mem", type=int, default=1024)
     ap.add_argument("--timeout", type=int, default=600, help="per command")
-    ap.add_argument("--out", default=os.path.join(rigmod.BUILD, "vm", "bench"))
+    ap.add_argument("--out", default=os.path.join(rigmod.BUILD, "bench"))
     a = ap.parse_args()
-    kinds = [k for k in a.kinds.split(",") if k]
+    if a.quick:
+        a.reps, a.mtus, a.nvme, a.bw_seconds, a.lat_iters, a.q_iters = \
+            3, "1500", False, 5, 1000, 200
+    a.kinds = [k for k in a.kinds.split(",") if k]
+    a.mtus = [int(m) for m in a.mtus.split(",") if m]
+    a.skip = set(x for x in a.skip.split(",") if x)
+    a.profile = set(x for x in a.profile.split(",") if x)
+    unknown = (a.skip | a.profile) - set(c[0] for c in PERFTESTS)
+    if unknown:
+        ap.error("unknown perftest cases: %s (known: %s)" % (
+            ", ".join(sorted(unknown)), ", ".join(c[0] for c in PERFTESTS)))
 
-    tests = [
-        # name, program + flags (-d/-x added per guest), parse, metric index, unit, better
-        ("write_bw", "ib_write_bw -F --report_gbits -s 65536 -n %d" % a.bw_iters,
-         BW_ROW, 3, "Gb/s BW average", "higher"),
-        ("send_lat", "ib_send_lat -F -s 2 -n %d" % a.lat_iters,
-         LAT_ROW, 4, "usec t_typical", "lower"),
-    ]
-    results = {k: {"errors": {}, "runs": {t[0]: [] for t in tests}, "commands": {}}
-               for k in kinds}
-    status = 0
-    rig = rigmod.Rig(guests=2, smp=a.smp, mem=a.mem, outdir=a.out)
+    rig = rigmod.Rig(guests=2, smp=a.smp, mem=a.mem, outdir=a.out, debug=a.slub_debug)
+    t0 = time.time()
     with rig:
-        print("bench: 2 guests of %s (%s, %d vCPU, %d MiB each) up in %.1f s; output in %s" %
-              (rig.kver, "kvm" if rig.kvm else "tcg", a.smp, a.mem, rig.boot_seconds, rig.outdir),
-              flush=True)
-        print("host load average at start: %.2f %.2f %.2f (%d CPUs)" %
-              (os.getloadavg() + (os.cpu_count(),)), flush=True)
-        srv, cli = rig[0], rig[1]
-        # Kinds alternate within each repetition, so that a change in the host's
-        # load hits both sides of the ratio alike.
-        for rep in range(a.reps):
-            for kind in kinds:
-                res = results[kind]
-                if "configure" in res["errors"] or all(t[0] in res["errors"] for t in tests):
-                    continue
-                print("\n%s<->%s, repetition %d of %d" % (kind, kind, rep + 1, a.reps), flush=True)
-                try:
-                    gids = configure(rig, kind)
-                except (BenchError, rigmod.RigError) as e:
-                    res["errors"]["configure"] = str(e)
-                    status = 1
-                    print("  FAILED to configure: %s" % e, flush=True)
-                    continue
-                for name, base, row, col, unit, _ in tests:
-                    if name in res["errors"]:
-                        continue
-                    prog, flags = base.split(" ", 1)
-                    scmd = "%s -d %s -x %d %s" % (prog, DEVNAME[kind], gids[0], flags)
-                    ccmd = "%s -d %s -x %d %s %s" % (prog, DEVNAME[kind], gids[1], flags, srv.ip4)
-                    if name not in res["commands"]:
-                        res["commands"][name] = {"server (g0)": scmd, "client (g1)": ccmd}
-                        print("  g0$ %s\n  g1$ %s" % (scmd, ccmd), flush=True)
-                    log = os.path.join(rig.outdir, "%s-%s-%d.log" % (kind, name, rep + 1))
-                    try:
-                        s, c = guestrdma.client_server(srv, scmd, cli, ccmd, timeout=a.timeout)
-                        with open(log, "w") as f:
-                            for who, r in (("server g0", s), ("client g1", c)):
-                                f.write("==== %s: %s (rc=%s)\n%s%s" % (who, r.cmd, r.rc, r.out, r.err))
-                        if not c.ok or not s.ok:
-                            bad = c if not c.ok else s
-                            raise BenchError("%s: %s" % ("client" if bad is c else "server",
-                                                         first_error(bad)))
-                        m = row.search(c.out)
-                        if not m:
-                            raise BenchError("client printed no result line:\n" + c.out[-1500:])
-                    except (BenchError, rigmod.RigError) as e:
-                        res["errors"][name] = str(e)
-                        status = 1
-                        print("  %s FAILED: %s (%s)" % (name, e, log), flush=True)
-                        continue
-                    v = float(m.group(col))
-                    res["runs"][name].append(v)
-                    print("  %s: %g %s%s" % (name, v, unit, "   <- zero? see " + log if v == 0 else ""),
-                          flush=True)
-                bad = rig.console_problems()
-                if bad:
-                    res.setdefault("bad_console", []).extend(bad)
-                    status = 1
-                    print("  bad guest console lines:\n    " + "\n    ".join(bad))
-        for g in rig.guests:
-            try:
-                guestrdma.unload_all_rdma_links(g)
-            except AssertionError as e:
-                print("bench: %s" % e)
-                status = 1
-        print("\nhost load average at end: %.2f %.2f %.2f" % os.getloadavg())
-
-        print("summary (median of %d; server in g0, client in g1 with %s appended)" %
-              (a.reps, srv.ip4))
-        for name, base, _, _, unit, better in tests:
-            med = {}
-            for kind in kinds:
-                runs = results[kind]["runs"][name]
-                err = results[kind]["errors"]
-                if name not in err and "configure" not in err and len(runs) == a.reps:
-                    med[kind] = statistics.median(runs)
-                    results[kind].setdefault("median", {})[name] = med[kind]
-                    print("  %-9s %-6s median %10.4g %s   (runs: %s)" %
-                          (name, kind, med[kind], unit, " ".join("%g" % v for v in runs)))
-                else:
-                    print("  %-9s %-6s n/a (failed: %s)" %
-                          (name, kind, err.get(name) or err.get("configure") or "incomplete"))
-            if "sroce" in med and "rxe" in med and med["rxe"]:
-                ratio = med["sroce"] / med["rxe"]
-                results.setdefault("ratio_sroce_over_rxe", {})[name] = ratio
-                print("  %-9s ratio sroce/rxe = %.3f (%s is better)" % (name, ratio, better))
-            elif "sroce" in kinds and "rxe" in kinds:
-                print("  %-9s ratio sroce/rxe: n/a" % name)
-        print("\ncommands: %s" % "; ".join(b for _, b, *_ in tests) +
-              "   (each end adds -d DEV -x <its IPv4 RoCE v2 GID index>)")
-        with open(os.path.join(rig.outdir, "bench.json"), "w") as f:
-            json.dump({"kver": rig.kver, "accel": "kvm" if rig.kvm else "tcg", "smp": a.smp,
-                       "mem": a.mem, "reps": a.reps, "results": results}, f, indent=2)
-            f.write("\n")
+        print("bench: 2 guests of %s (%s, %d vCPU, %d MiB each, %s) up in %.1f s; "
+              "output in %s" % (rig.kver, "kvm" if rig.kvm else "tcg", a.smp, a.mem,
+                                "slub_debug=FZPU" if a.slub_debug else "no slub_debug",
+                                rig.boot_seconds, rig.outdir), flush=True)
+        load0 = os.getloadavg()
+        b = Bench(rig, a)
+        b.run()
         bad = rig.console_problems()
-    # and what shutting the guests down printed
     bad += rig.bad_console_lines()
-    return status | rigmod.report_console("bench: bad console lines at the end", bad)
+    summary = summarize(b.results, a.reps)
+    print_table(summary, a.kinds)
+    print("\ntargets:")
+    tl = targets(summary, b.meta)
+    for what, v, ok in tl:
+        print("  %-58s %-10s %s" % (what, "-" if v is None else "%.3g" % v,
+                                    {None: "not measured", True: "met", False: "MISSED"}[ok]))
+    print("\ncommands (each RDMA end adds -d DEV -x <its IPv4 RoCE v2 GID index>; "
+          "the server's address is %s):" % rig[0].ip4)
+    for name, cmds in b.meta.get("commands", {}).items():
+        print("  %-18s %s" % (name, " | ".join("%s: %s" % kv for kv in cmds.items())))
+    print("host load average: %.2f %.2f %.2f at start, %.2f %.2f %.2f at end (%d CPUs); "
+          "%.0f s" % (load0 + os.getloadavg() + (os.cpu_count(), time.time() - t0)))
+    with open(os.path.join(rig.outdir, "bench.json"), "w") as f:
+        json.dump({"kver": rig.kver, "accel": "kvm" if rig.kvm else "tcg", "smp": a.smp,
+                   "mem": a.mem, "reps": a.reps, "mtus": a.mtus, "kinds": a.kinds,
+                   "meta": b.meta, "results": b.results, "summary": summary,
+                   "targets": [{"what": w, "value": v, "met": ok} for w, v, ok in tl]},
+                  f, indent=2)
+        f.write("\n")
+    try:
+        chart(summary, os.path.join(rig.outdir, "bench.png"))
+        print("chart: %s" % os.path.join(rig.outdir, "bench.png"))
+    except ImportError as e:
+        print("bench: no chart (%s; scripts/install-deps.sh installs python3-matplotlib)" % e)
+        b.status = 1
+    return b.status | rigmod.report_console("bench: bad console lines", bad)
 
 
 if __name__ == "__main__":
