@@ -76,6 +76,9 @@ TCP_PEER = {"write_bw_64k": "iperf3", "write_bw_4k": "iperf3", "write_bw_64k_q4"
             "write_lat": "sockperf", "read_lat": "sockperf"}
 NVME_CASES = [("nvme_randread_4k", "randread", "4k", 32, "iops"),
               ("nvme_seqread_128k", "read", "128k", 8, "mbs")]
+# case name -> its metric ("bw", "lat", "iops", "mbs")
+METRIC = dict([(c[0], c[5]) for c in PERFTESTS] + [(c[0], c[4]) for c in NVME_CASES] +
+              [("iperf3", "bw"), ("sockperf", "lat")])
 
 
 class BenchError(Exception):
@@ -181,18 +184,17 @@ class Bench:
             kind, {"runs": [], "cpu_per_gib": []})
 
     def record(self, mtu, case, kind, value, moved=None, cpu=None):
-        if self.profiling:
-            print("    %-18s %-5s %10.4g %s (under perf, not counted)"
-                  % (case, kind, value, UNITS[self.metric(case)]), flush=True)
-            return
-        s = self.slot(mtu, case, kind)
-        s["runs"].append(value)
         extra = ""
-        if moved and cpu:
-            s["cpu_per_gib"].append(cpu / (moved / GiB))
-            extra = "   (%.2f CPU s/GiB)" % s["cpu_per_gib"][-1]
-        unit = UNITS[self.metric(case)]
-        print("    %-18s %-5s %10.4g %s%s" % (case, kind, value, unit, extra), flush=True)
+        if self.profiling:
+            extra = " (under perf, not counted)"
+        else:
+            s = self.slot(mtu, case, kind)
+            s["runs"].append(value)
+            if moved and cpu:
+                s["cpu_per_gib"].append(cpu / (moved / GiB))
+                extra = "   (%.2f CPU s/GiB)" % s["cpu_per_gib"][-1]
+        print("    %-18s %-5s %10.4g %s%s" % (case, kind, value, UNITS[METRIC[case]], extra),
+              flush=True)
 
     def fail(self, mtu, case, kind, why):
         self.slot(mtu, case, kind)["error"] = why
@@ -201,16 +203,6 @@ class Bench:
 
     def failed(self, mtu, case, kind):
         return "error" in self.slot(mtu, case, kind)
-
-    @staticmethod
-    def metric(case):
-        for c in PERFTESTS:
-            if c[0] == case:
-                return c[5]
-        for c in NVME_CASES:
-            if c[0] == case:
-                return c[4]
-        return {"iperf3": "bw", "sockperf": "lat"}[case]
 
     def log(self, name, *results):
         with open(os.path.join(self.out, name + ".log"), "w") as f:
@@ -232,7 +224,7 @@ class Bench:
                                                 % (mtu - 28, self.cli.ip4)).ok,
                            timeout=30, what="pings of %d bytes" % mtu)
 
-    def configure(self, kind):
+    def configure(self, mtu, kind):
         """kind's RDMA device in both guests ("tcp": none); {guest index: IPv4 GID index}."""
         if kind == "tcp":
             for g in self.rig.guests:
@@ -240,7 +232,7 @@ class Bench:
             return {}
         sides = [guestrdma.configure(g, kind, families=("ipv4",)) for g in self.rig.guests]
         self.meta.setdefault("active_mtu", {}).setdefault(kind, {})[
-            str(self.cur_mtu)] = sides[0].mtu
+            str(mtu)] = sides[0].mtu
         return {s.guest.index: s.gid["ipv4"] for s in sides}
 
     # ---------------------------------------------------------------- runs
@@ -358,7 +350,7 @@ class Bench:
     def profile(self, mtu, kind, case):
         """One more run of perftest case with perf record in both guests and the host's
         per-thread CPU of the QEMU processes; the reports go to profile-*.txt."""
-        gids = self.configure(kind)
+        gids = self.configure(mtu, kind)
         for g in self.rig.guests:
             g.run("rm -f /tmp/bench.perf")
         perfs = [g.spawn("perf record -e cpu-clock -a -o /tmp/bench.perf 2>/dev/null")
@@ -396,7 +388,7 @@ class Bench:
     def run_kind(self, mtu, rep, kind):
         print("  %s (MTU %d, repetition %d of %d)" % (kind, mtu, rep, self.a.reps), flush=True)
         try:
-            gids = self.configure(kind)
+            gids = self.configure(mtu, kind)
         except (AssertionError, rigmod.RigError) as e:
             for case in self.cases(kind):
                 self.fail(mtu, case, kind, "configure: %s" % e)
@@ -436,7 +428,6 @@ class Bench:
         kinds = self.a.kinds
         for mtu in self.a.mtus:
             print("\nnetdev MTU %d" % mtu, flush=True)
-            self.cur_mtu = mtu
             self.set_mtu(mtu)
             for rep in range(1, self.a.reps + 1):
                 shift = (rep - 1) % len(kinds)
@@ -546,7 +537,7 @@ def print_table(summary, kinds):
                     cpus.append("%.2f" % v["cpu_s_per_gib"] if v["cpu_s_per_gib"] else "-")
             r1, r2 = row.get("sroce_over_rxe"), row.get("sroce_over_tcp")
             print("  %-18s %-5s %s %9s %9s %s" % (
-                case, UNITS[Bench.metric(case)], "".join(cells),
+                case, UNITS[METRIC[case]], "".join(cells),
                 "%.3f" % r1 if r1 else "-", "%.3f" % r2 if r2 else "-", "/".join(cpus)))
 
 
