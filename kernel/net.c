@@ -339,6 +339,7 @@ int sroce_tx_alloc(struct sroce_dev *sdev, const struct sroce_av *av,
 	sroce_bth_set_pad(tp->bth, pad);
 	tp->skb = skb;
 	tp->qp = NULL;
+	tp->dst = NULL;
 	return 0;
 }
 
@@ -391,7 +392,7 @@ static void sroce_tx_account(struct sroce_txpkt *tp)
 }
 
 static int sroce_tx_route4(struct sroce_dev *sdev, const struct sroce_av *av,
-			   struct sk_buff *skb)
+			   struct dst_cache *dc, struct sk_buff *skb)
 {
 	struct flowi4 fl4 = {
 		.flowi4_oif = sdev->ndev->ifindex,
@@ -401,16 +402,26 @@ static int sroce_tx_route4(struct sroce_dev *sdev, const struct sroce_av *av,
 		.saddr = av->saddr.s6_addr32[3],
 	};
 	struct rtable *rt;
+	__be32 saddr;
 
+	if (dc) {
+		rt = dst_cache_get_ip4(dc, &saddr);
+		if (rt) {
+			skb_dst_set(skb, &rt->dst);
+			return 0;
+		}
+	}
 	rt = ip_route_output_key(sdev->net, &fl4);
 	if (IS_ERR(rt))
 		return PTR_ERR(rt);
+	if (dc)
+		dst_cache_set_ip4(dc, &rt->dst, fl4.saddr);
 	skb_dst_set(skb, &rt->dst);
 	return 0;
 }
 
 static int sroce_tx_route6(struct sroce_dev *sdev, const struct sroce_av *av,
-			   struct sk_buff *skb)
+			   struct dst_cache *dc, struct sk_buff *skb)
 {
 	struct flowi6 fl6 = {
 		.flowi6_oif = sdev->ndev->ifindex,
@@ -419,9 +430,17 @@ static int sroce_tx_route6(struct sroce_dev *sdev, const struct sroce_av *av,
 		.saddr = av->saddr,
 	};
 	struct dst_entry *dst;
+	struct in6_addr saddr;
 
 	if (!IS_ENABLED(CONFIG_IPV6))
 		return -EAFNOSUPPORT;
+	if (dc) {
+		dst = dst_cache_get_ip6(dc, &saddr);
+		if (dst) {
+			skb_dst_set(skb, dst);
+			return 0;
+		}
+	}
 	dst = ip6_route_output(sdev->net, NULL, &fl6);
 	if (dst->error) {
 		int err = dst->error;
@@ -429,8 +448,28 @@ static int sroce_tx_route6(struct sroce_dev *sdev, const struct sroce_av *av,
 		dst_release(dst);
 		return err;
 	}
+	if (dc)
+		dst_cache_set_ip6(dc, dst, &fl6.saddr);
 	skb_dst_set(skb, dst);
 	return 0;
+}
+
+/*
+ * Route @skb to @av, through @dc when the caller has one. The cache is per
+ * CPU: bottom halves stay off while it is used.
+ */
+static int sroce_tx_route(struct sroce_dev *sdev, const struct sroce_av *av,
+			  struct dst_cache *dc, struct sk_buff *skb)
+{
+	int err;
+
+	local_bh_disable();
+	if (av->ipver == 4)
+		err = sroce_tx_route4(sdev, av, dc, skb);
+	else
+		err = sroce_tx_route6(sdev, av, dc, skb);
+	local_bh_enable();
+	return err;
 }
 
 /**
@@ -516,10 +555,8 @@ int sroce_tx_send(struct sroce_dev *sdev, const struct sroce_av *av, u16 sport,
 	 */
 	if (!net_eq(dev_net(sdev->ndev), sdev->net))
 		err = -ENETUNREACH;
-	else if (av->ipver == 4)
-		err = sroce_tx_route4(sdev, av, skb);
 	else
-		err = sroce_tx_route6(sdev, av, skb);
+		err = sroce_tx_route(sdev, av, tp->dst, skb);
 	if (err) {
 		sroce_cnt_inc(sdev, SROCE_CNT_TX_ERR);
 		kfree_skb(skb);

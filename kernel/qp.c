@@ -330,6 +330,9 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		ibuc = &rdma_udata_to_drv_context(udata, struct sroce_ucontext,
 						  ibuc)->ibuc;
 	sroce_qp_init(qp, sdev, init, !!udata);
+	err = dst_cache_init(&qp->tx_dst, GFP_KERNEL);
+	if (err)
+		goto err_count;
 
 	err = sroce_qp_alloc_sq(qp, ibuc, &init->cap);
 	if (!err)
@@ -350,6 +353,7 @@ err_qpn:
 	xa_erase(&sdev->qp_xa, ibqp->qp_num);
 err_queues:
 	sroce_qp_free_queues(qp);
+	dst_cache_destroy(&qp->tx_dst);
 err_count:
 	atomic_dec(&sdev->num_qp);
 	return err;
@@ -485,8 +489,10 @@ static void sroce_modify_attrs_locked(struct sroce_qp *qp,
 		qp->qkey = attr->qkey;
 	if (mask & IB_QP_ACCESS_FLAGS)
 		qp->access = attr->qp_access_flags;
-	if (mask & IB_QP_AV)
+	if (mask & IB_QP_AV) {
 		qp->av = *av;
+		dst_cache_reset(&qp->tx_dst);
+	}
 	if (mask & IB_QP_PATH_MTU) {
 		enum ib_mtu port = sroce_port_mtu(qp->sdev);
 
@@ -729,6 +735,7 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	rdma_destroy_ah_attr(&qp->ah_attr);
 
 	sroce_qp_free_queues(qp);
+	dst_cache_destroy(&qp->tx_dst);
 	atomic_dec(&sdev->num_qp);
 	return 0;
 }

@@ -462,6 +462,8 @@ int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 psn,
 	if (sroce_tx_alloc(qp->sdev, av, oi->hdr_len, plen, &tp))
 		return -ENOBUFS;	/* no memory: hold back, try again */
 	tp.qp = qp;
+	if (av == &qp->av)
+		tp.dst = &qp->tx_dst;
 	if (plen) {
 		st = sroce_wqe_copy(qp, wqe, off, tp.payload, plen,
 				    SROCE_COPY_FROM_MR);

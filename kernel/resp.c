@@ -65,6 +65,7 @@ static int sroce_resp_send(struct sroce_qp *qp, const struct sroce_resp_pkt *p)
 	if (sroce_tx_alloc(qp->sdev, &qp->av, oi->hdr_len, p->plen, &tp))
 		return -ENOBUFS;
 	tp.qp = qp;
+	tp.dst = &qp->tx_dst;
 	if (p->plen && sroce_mr_copy(qp->sdev, qp->pd, p->rkey,
 				     IB_ACCESS_REMOTE_READ, p->va, tp.payload,
 				     p->plen, SROCE_COPY_FROM_MR)) {

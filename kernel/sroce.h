@@ -20,6 +20,7 @@
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
 #include <linux/netdevice.h>
+#include <net/dst_cache.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/sroce-abi.h>
 
@@ -504,6 +505,11 @@ struct sroce_qp {
 	 */
 	atomic_t		tx_inflight;
 	bool			tx_stalled;
+	/*
+	 * The route to av (RC, UC; UD routes per packet): per CPU, checked
+	 * against routing changes on every use, reset when av changes.
+	 */
+	struct dst_cache	tx_dst;
 
 	/* Receive path lookups (qp.c); done completes when ref hits zero. */
 	refcount_t		ref;
@@ -793,6 +799,7 @@ void sroce_resp_stop_locked(struct sroce_qp *qp);
 struct sroce_txpkt {
 	struct sk_buff		*skb;
 	struct sroce_qp		*qp;		/* accounted to this QP */
+	struct dst_cache	*dst;		/* route cache for av, or NULL */
 	u8			*bth;		/* start of the BTH in skb */
 	u8			*payload;	/* where payload goes */
 };
