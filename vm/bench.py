@@ -353,7 +353,7 @@ class Bench:
         gids = self.configure(mtu, kind)
         for g in self.rig.guests:
             g.run("rm -f /tmp/bench.perf")
-        perfs = [g.spawn("perf record -e cpu-clock -a -o /tmp/bench.perf 2>/dev/null")
+        perfs = [g.spawn("perf record -e cpu-clock -F 999 -m 2048 -a -o /tmp/bench.perf 2>/dev/null")
                  for g in self.rig.guests]
         time.sleep(2)
         h0 = host_threads(self.rig)
@@ -547,6 +547,8 @@ def chart(summary, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     mtus = sorted(summary, key=int)
+    if not mtus:
+        return False    # nothing measured (--reps 0)
     fig, axes = plt.subplots(1, len(mtus), figsize=(7 * len(mtus), 5.5), squeeze=False)
     for ax, mtu in zip(axes[0], mtus):
         cases = [c for c, r in summary[mtu].items()
@@ -643,8 +645,8 @@ def main():
                   f, indent=2)
         f.write("\n")
     try:
-        chart(summary, os.path.join(rig.outdir, "bench.png"))
-        print("chart: %s" % os.path.join(rig.outdir, "bench.png"))
+        if chart(summary, os.path.join(rig.outdir, "bench.png")) is not False:
+            print("chart: %s" % os.path.join(rig.outdir, "bench.png"))
     except ImportError as e:
         print("bench: no chart (%s; scripts/install-deps.sh installs python3-matplotlib)" % e)
         b.status = 1
