@@ -764,8 +764,7 @@ static bool sroce_req_fetch_more(struct sroce_qp *qp)
 	}
 }
 
-/* Run the requester with sq_lock held, for up to @budget packets. */
-void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
+static void __sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 {
 	struct sroce_wq *sq = &qp->sq;
 
@@ -804,6 +803,17 @@ void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 			return;
 		}
 	}
+}
+
+/*
+ * Run the requester with sq_lock held, for up to @budget packets. Its
+ * packets go to the driver in bursts (sq_lock keeps bottom halves off).
+ */
+void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
+{
+	sroce_tx_plug();
+	__sroce_req_run_locked(qp, budget);
+	sroce_tx_unplug();
 }
 
 void sroce_req_run(struct sroce_qp *qp, unsigned int budget)
