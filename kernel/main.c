@@ -305,6 +305,14 @@ static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 	netdev_hold(ndev, &sdev->ndev_tracker, GFP_KERNEL);
 	sdev->ndev = ndev;
 	sroce_setup_ibdev(sdev);
+	/*
+	 * Under the netdev's own parent (virtio device, PCI function), as a
+	 * hardware NIC's RDMA device is: device/net/<netdev> exists, which is
+	 * how topology-aware software (rdma-core's tests, hwloc, NCCL, UCX)
+	 * finds the netdev. DMA stays virtual: ib_register_device() is given
+	 * no DMA device.
+	 */
+	sdev->ibdev.dev.parent = ndev->dev.parent;
 	err = sroce_net_alloc_stats(sdev);
 	if (err)
 		goto err_dealloc;

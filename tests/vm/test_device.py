@@ -51,6 +51,11 @@ def test_link_add_autoloads_module_and_binds_netdev(g0):
                    "[ \"$(cat $u/ibdev)\" = sroce0 ] && cat $u/abi_version; done").split()
     assert abi == [str(0x5301)]
     assert sysfs(g0, "sroce0", "parent") == "eth0"
+    # under the netdev's own parent device, as a hardware NIC's RDMA device is:
+    # topology-aware software finds the netdev at device/net/
+    assert g0.check("readlink -f /sys/class/infiniband/sroce0/device") == \
+        g0.check("readlink -f /sys/class/net/eth0/device")
+    assert g0.check("ls /sys/class/infiniband/sroce0/device/net").split() == ["eth0"]
 
 
 def test_port_attributes_and_gid_table(g0, rig):
@@ -152,6 +157,9 @@ def test_second_device_on_another_netdev(g0):
     devs = g0.check("ibv_devices")
     assert "sroce0" in devs and "sroce1" in devs
     assert sysfs(g0, "sroce1", "parent") == "dummy0"
+    # dummy0 has no parent device: neither has sroce1
+    assert g0.run("test -e /sys/class/infiniband/sroce1/device").rc != 0
+    assert "/devices/virtual/" in g0.check("readlink -f /sys/class/infiniband/sroce1")
 
 
 def test_port_state_follows_netdev_up_down_and_carrier(g0):
