@@ -11,7 +11,6 @@
 #define SROCE_COMPAT_H
 
 #include <linux/mm.h>
-#include <linux/netdevice.h>
 #include <linux/version.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
@@ -47,18 +46,5 @@ static inline int sroce_create_cq_attrs(struct ib_cq *ibcq,
 #else
 #define SROCE_CREATE_CQ_OP sroce_create_cq
 #endif
-
-/* Is a tc egress hook (clsact, tcx since 6.6) attached to @dev? */
-static inline bool sroce_netdev_tc_egress(const struct net_device *dev)
-{
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 6, 0)
-#ifdef CONFIG_NET_XGRESS
-	return rcu_access_pointer(dev->tcx_egress);
-#endif
-#elif defined(CONFIG_NET_CLS_ACT)
-	return rcu_access_pointer(dev->miniq_egress);
-#endif
-	return false;
-}
 
 #endif /* SROCE_COMPAT_H */

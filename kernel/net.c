@@ -45,11 +45,9 @@
  * Transmit
  * --------
  * sroce_tx_alloc() builds an skb with room for IP/UDP and the transport
- * headers, sroce_tx_send() routes it (through the QP's route cache), fills
- * in IP, UDP and ICRC and hands it to the driver directly (see "Direct
- * transmission" below) or to the IP layer (or loops it back to a device on
- * this host through a tasklet). Every QP limits its packets in flight
- * (sroce_tx_full()).
+ * headers, sroce_tx_send() routes it, fills in IP, UDP and ICRC and hands
+ * it to the IP layer (or loops it back to a device on this host through a
+ * tasklet). Every QP limits its packets in flight (sroce_tx_full()).
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -62,13 +60,9 @@
 #include <linux/u64_stats_sync.h>
 #include <linux/udp.h>
 #include <linux/wait_bit.h>
-#include <linux/netdevice.h>
-#include <net/arp.h>
 #include <net/ip.h>
 #include <net/ip6_route.h>
 #include <net/ipv6.h>
-#include <net/ndisc.h>
-#include <net/sch_generic.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
 #include <net/route.h>
@@ -87,7 +81,6 @@ static const char *const sroce_cnt_fixed_names[SROCE_CNT_DROP_BASE] = {
 	[SROCE_CNT_TX_PACKETS]	= "tx_packets",
 	[SROCE_CNT_TX_BYTES]	= "tx_bytes",
 	[SROCE_CNT_TX_ERR]	= "tx_err",
-	[SROCE_CNT_TX_DIRECT]	= "tx_direct",
 	[SROCE_CNT_RETRY]	= "retry",
 	[SROCE_CNT_SEQ_NAK_RCVD] = "seq_nak_rcvd",
 	[SROCE_CNT_RNR_NAK_RCVD] = "rnr_nak_rcvd",
@@ -479,242 +472,6 @@ static int sroce_tx_route(struct sroce_dev *sdev, const struct sroce_av *av,
 	return err;
 }
 
-/*
- * Direct transmission
- * -------------------
- * A RoCE NIC puts its packets on the wire without the host's IP output
- * path, and rings its doorbell once for a burst of them. sroce does the
- * same where that skips nothing but netfilter's OUTPUT and POSTROUTING
- * hooks (which a hardware RoCE NIC's packets never meet either; the
- * tx_direct parameter turns this off): once a packet is routed and
- * complete, and
- *  - it leaves through the device's own netdev (not through a tunnel,
- *    an xfrm bundle or another device),
- *  - the neighbour of its next hop is resolved and confirmed
- *    (NUD_CONNECTED: the ARP/ND state machine needs nothing from us),
- *  - the transmit queue it hashes to has no qdisc that would do anything
- *    (none, or one that lets packets bypass it while it is empty: the
- *    default pfifo_fast and fq_codel; netem, tbf, pfifo with limit 0 and
- *    any qdisc with filters do not) and is not stopped, and
- *  - no tc (clsact/tcx) or netfilter egress hook is attached to the
- *    netdev,
- * sroce writes the Ethernet header from the neighbour and hands the packet
- * to the driver itself (packet taps such as tcpdump still see it). Packets
- * sent while a context is plugged (sroce_tx_plug(), e.g. one requester
- * run) collect on a per-CPU list of up to SROCE_TX_BURST and go to the
- * driver together, with xmit_more set for all but the last: one doorbell
- * for the burst. Everything else takes the ordinary ip_local_out() path,
- * and a packet the driver refuses at flush time goes to the device's
- * queue with dev_queue_xmit().
- */
-#define SROCE_TX_BURST	16
-
-struct sroce_tx_plug {
-	unsigned int		depth;
-	unsigned int		n;
-	struct sk_buff		*skb[SROCE_TX_BURST];
-	struct netdev_queue	*txq[SROCE_TX_BURST];
-	struct sroce_dev	*sdev[SROCE_TX_BURST];
-};
-
-static DEFINE_PER_CPU(struct sroce_tx_plug, sroce_tx_plugs);
-
-static bool sroce_tx_direct = true;
-module_param_named(tx_direct, sroce_tx_direct, bool, 0644);
-MODULE_PARM_DESC(tx_direct,
-		 "hand packets to the driver directly where nothing is bypassed but netfilter OUTPUT/POSTROUTING (default: on)");
-
-static bool sroce_tx_egress_hooked(const struct net_device *dev)
-{
-	if (sroce_netdev_tc_egress(dev))
-		return true;
-#ifdef CONFIG_NETFILTER_EGRESS
-	if (rcu_access_pointer(dev->nf_hooks_egress))
-		return true;
-#endif
-	return false;
-}
-
-/*
- * Would the queue's qdisc let a packet pass by it now? None does, and one
- * that allows bypassing (TCQ_F_CAN_BYPASS) does while it is empty.
- */
-static bool sroce_txq_bypassable(struct netdev_queue *txq)
-{
-	/* (struct Qdisc, named through the field: checkpatch and CamelCase) */
-	const typeof(*txq->qdisc) *q = rcu_dereference_bh(txq->qdisc);
-
-	return !q->enqueue ||
-	       ((q->flags & TCQ_F_CAN_BYPASS) && qdisc_is_empty(q));
-}
-
-/* The confirmed neighbour of @skb's next hop, or NULL. rcu_read_lock_bh. */
-static struct neighbour *sroce_tx_neigh(struct sk_buff *skb,
-					const struct sroce_av *av)
-{
-	struct dst_entry *dst = skb_dst(skb);
-	struct neighbour *n;
-
-	if (av->ipver == 4) {
-		struct rtable *rt = (struct rtable *)dst;
-
-		if (rt->rt_gw_family == AF_INET6)
-			return NULL;
-		n = __ipv4_neigh_lookup_noref(dst->dev,
-					      rt_nexthop(rt, av->daddr.s6_addr32[3]));
-	} else {
-#if IS_ENABLED(CONFIG_IPV6)
-		const struct in6_addr *nh;
-
-		nh = rt6_nexthop((struct rt6_info *)dst, &av->daddr);
-		n = __ipv6_neigh_lookup_noref(dst->dev, nh);
-#else
-		n = NULL;
-#endif
-	}
-	if (!n || !(READ_ONCE(n->nud_state) & NUD_CONNECTED))
-		return NULL;
-	return n;
-}
-
-/*
- * Can @skb (routed, complete) go to the driver directly? If so, its link
- * header is written, its route dropped, and its queue returned. BH off.
- */
-static struct netdev_queue *sroce_tx_direct_prep(struct sroce_dev *sdev,
-						 const struct sroce_av *av,
-						 struct sk_buff *skb)
-{
-	struct net_device *dev = sdev->ndev;
-	struct dst_entry *dst = skb_dst(skb);
-	const struct net_device_ops *ops = dev->netdev_ops;
-	struct netdev_queue *txq;
-	struct neighbour *n;
-	unsigned int qi;
-	char ha[MAX_ADDR_LEN];
-
-	if (!READ_ONCE(sroce_tx_direct) || !dst || dst->dev != dev ||
-	    dst->xfrm || dev->type != ARPHRD_ETHER || !dev->header_ops ||
-	    !netif_running(dev) || !netif_carrier_ok(dev) ||
-	    sroce_tx_egress_hooked(dev))
-		return NULL;
-
-	rcu_read_lock_bh();
-	n = sroce_tx_neigh(skb, av);
-	if (n)
-		neigh_ha_snapshot(ha, n, dev);
-	rcu_read_unlock_bh();
-	if (!n)
-		return NULL;
-
-	qi = ops->ndo_select_queue ? ops->ndo_select_queue(dev, skb, NULL) :
-				     netdev_pick_tx(dev, skb, NULL);
-	if (qi >= dev->real_num_tx_queues)
-		qi = 0;
-	txq = netdev_get_tx_queue(dev, qi);
-	if (!sroce_txq_bypassable(txq) ||
-	    netif_xmit_frozen_or_drv_stopped(txq))
-		return NULL;
-
-	skb->dev = dev;
-	if (dev_hard_header(skb, dev, ntohs(skb->protocol), ha, NULL,
-			    skb->len) < 0)
-		return NULL;
-	skb_reset_mac_header(skb);
-	skb_set_queue_mapping(skb, qi);
-	skb_dst_drop(skb);
-	return txq;
-}
-
-/* Hand the plug's packets to their drivers, a doorbell per queue run. */
-static void sroce_tx_flush(struct sroce_tx_plug *p)
-{
-	unsigned int i = 0, n = p->n;
-	int cpu = smp_processor_id();
-
-	p->n = 0;
-	while (i < n) {
-		struct netdev_queue *txq = p->txq[i];
-		struct net_device *dev = p->skb[i]->dev;
-		unsigned int end = i + 1;
-
-		while (end < n && p->txq[end] == txq)
-			end++;
-		HARD_TX_LOCK(dev, txq, cpu);
-		for (; i < end; i++) {
-			struct sk_buff *skb = p->skb[i];
-			netdev_tx_t rc = NETDEV_TX_BUSY;
-
-			if (!netif_xmit_frozen_or_drv_stopped(txq)) {
-				if (dev_nit_active(dev))
-					dev_queue_xmit_nit(skb, dev);
-				rc = netdev_start_xmit(skb, dev, txq,
-						       i + 1 < end);
-			}
-			if (dev_xmit_complete(rc)) {
-				sroce_cnt_add(p->sdev[i], SROCE_CNT_TX_DIRECT,
-					      1);
-				continue;
-			}
-			/* Stopped or busy: the rest go through the qdisc. */
-			HARD_TX_UNLOCK(dev, txq);
-			for (; i < end; i++)
-				if (net_xmit_eval(dev_queue_xmit(p->skb[i])))
-					sroce_cnt_add(p->sdev[i],
-						      SROCE_CNT_TX_ERR, 1);
-			goto next;
-		}
-		HARD_TX_UNLOCK(dev, txq);
-next:
-		;
-	}
-}
-
-/**
- * sroce_tx_plug - collect this context's packets into bursts
- *
- * Until the matching sroce_tx_unplug(), packets that can go to the driver
- * directly are held back (at most SROCE_TX_BURST at a time) and sent
- * together. Bottom halves must stay disabled in between (the plug is per
- * CPU); plugs nest.
- */
-void sroce_tx_plug(void)
-{
-	this_cpu_inc(sroce_tx_plugs.depth);
-}
-
-void sroce_tx_unplug(void)
-{
-	struct sroce_tx_plug *p = this_cpu_ptr(&sroce_tx_plugs);
-
-	if (!--p->depth && p->n)
-		sroce_tx_flush(p);
-}
-
-/*
- * Send @skb directly if it can go, held in the plug while one is in place.
- * Return false if it must take the IP output path. BH off.
- */
-static bool sroce_tx_go_direct(struct sroce_dev *sdev,
-			       const struct sroce_av *av, struct sk_buff *skb)
-{
-	struct sroce_tx_plug *p = this_cpu_ptr(&sroce_tx_plugs);
-	struct netdev_queue *txq = sroce_tx_direct_prep(sdev, av, skb);
-
-	if (!txq) {
-		/* Nothing of ours may overtake what the plug holds. */
-		if (p->n)
-			sroce_tx_flush(p);
-		return false;
-	}
-	p->skb[p->n] = skb;
-	p->txq[p->n] = txq;
-	p->sdev[p->n] = sdev;
-	if (++p->n == SROCE_TX_BURST || !p->depth)
-		sroce_tx_flush(p);
-	return true;
-}
-
 /**
  * sroce_tx_send - finish a packet and send it
  * @sdev: the device
@@ -805,21 +562,13 @@ int sroce_tx_send(struct sroce_dev *sdev, const struct sroce_av *av, u16 sport,
 		kfree_skb(skb);
 		return err;
 	}
+	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
 	skb->ip_summed = CHECKSUM_NONE;
 	sroce_tx_account(tp);
-	local_bh_disable();
 	if (av->ipver == 4)
-		ip_send_check((struct iphdr *)ip);
-	if (sroce_tx_go_direct(sdev, av, skb)) {
-		err = 0;
-	} else {
-		memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
-		if (av->ipver == 4)
-			err = ip_local_out(sdev->net, NULL, skb);
-		else
-			err = ip6_local_out(sdev->net, NULL, skb);
-	}
-	local_bh_enable();
+		err = ip_local_out(sdev->net, NULL, skb);
+	else
+		err = ip6_local_out(sdev->net, NULL, skb);
 	/*
 	 * A full queue (qdisc or device) drops the packet and says so: tell
 	 * the caller, who holds back and tries again a little later rather

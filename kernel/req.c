@@ -764,7 +764,8 @@ static bool sroce_req_fetch_more(struct sroce_qp *qp)
 	}
 }
 
-static void __sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
+/* Run the requester with sq_lock held, for up to @budget packets. */
+void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 {
 	struct sroce_wq *sq = &qp->sq;
 
@@ -803,17 +804,6 @@ static void __sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 			return;
 		}
 	}
-}
-
-/*
- * Run the requester with sq_lock held, for up to @budget packets. Its
- * packets go to the driver in bursts (sq_lock keeps bottom halves off).
- */
-void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
-{
-	sroce_tx_plug();
-	__sroce_req_run_locked(qp, budget);
-	sroce_tx_unplug();
 }
 
 void sroce_req_run(struct sroce_qp *qp, unsigned int budget)

@@ -493,7 +493,8 @@ static struct sroce_rd_res *sroce_res_new(struct sroce_qp *qp)
 	return r;
 }
 
-static bool __sroce_read_job_run(struct sroce_qp *qp, unsigned int budget)
+/* Send READ responses of the current job, up to @budget. Return true when done. */
+static bool sroce_read_job_run(struct sroce_qp *qp, unsigned int budget)
 {
 	struct sroce_read_job *rj = &qp->resp.read;
 
@@ -535,20 +536,6 @@ static bool __sroce_read_job_run(struct sroce_qp *qp, unsigned int budget)
 			rj->psn = sroce_psn_inc(rj->psn);
 	}
 	return !rj->active;
-}
-
-/*
- * Send READ responses of the current job, up to @budget, in bursts (rq_lock
- * keeps bottom halves off). Return true when done.
- */
-static bool sroce_read_job_run(struct sroce_qp *qp, unsigned int budget)
-{
-	bool done;
-
-	sroce_tx_plug();
-	done = __sroce_read_job_run(qp, budget);
-	sroce_tx_unplug();
-	return done;
 }
 
 /*

@@ -127,7 +127,6 @@ enum sroce_cnt {
 	SROCE_CNT_TX_PACKETS,	/* packets handed to the IP layer or looped */
 	SROCE_CNT_TX_BYTES,	/* their IP datagram bytes */
 	SROCE_CNT_TX_ERR,	/* not sent: no route, no memory */
-	SROCE_CNT_TX_DIRECT,	/* of tx_packets: handed to the driver directly */
 	SROCE_CNT_RETRY,	/* requester: retransmissions after timeout */
 	SROCE_CNT_SEQ_NAK_RCVD,	/* requester: NAK sequence errors received */
 	SROCE_CNT_RNR_NAK_RCVD,	/* requester: RNR NAKs received */
@@ -810,8 +809,6 @@ int sroce_tx_alloc(struct sroce_dev *sdev, const struct sroce_av *av,
 		   struct sroce_txpkt *tp);
 int sroce_tx_send(struct sroce_dev *sdev, const struct sroce_av *av, u16 sport,
 		  struct sroce_txpkt *tp);
-void sroce_tx_plug(void);
-void sroce_tx_unplug(void);
 void sroce_net_init_dev(struct sroce_dev *sdev);
 void sroce_net_fini_dev(struct sroce_dev *sdev);
 void sroce_cnt_inc(struct sroce_dev *sdev, unsigned int idx);

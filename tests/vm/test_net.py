@@ -43,7 +43,7 @@ DROP_REASONS = ["trunc_ip", "ip_version", "ip_hdr_len", "ip_options", "ip_len", 
                 "ip_proto", "trunc_udp", "udp_len", "udp_port", "trunc_bth", "tver",
                 "opcode_unknown", "opcode_unsupported", "trunc_hdrs", "payload", "pad",
                 "align", "icrc"]
-TRANSPORT_COUNTERS = ["tx_packets", "tx_bytes", "tx_err", "tx_direct", "retry", "seq_nak_rcvd",
+TRANSPORT_COUNTERS = ["tx_packets", "tx_bytes", "tx_err", "retry", "seq_nak_rcvd",
                       "rnr_nak_rcvd", "seq_nak_sent", "rnr_nak_sent", "dup_req"]
 # transport drops: packets that passed the validator but that a QP (or the
 # GSI/UD path) refused; listed in hw_counters before the validator's reasons
