@@ -196,10 +196,16 @@ class Bench:
         print("    %-18s %-5s %10.4g %s%s" % (case, kind, value, UNITS[METRIC[case]], extra),
               flush=True)
 
-    def fail(self, mtu, case, kind, why):
-        self.slot(mtu, case, kind)["error"] = why
-        self.status = 1
-        print("    %-18s %-5s FAILED: %s" % (case, kind, why), flush=True)
+    def fail(self, mtu, case, kind, why, fatal=False):
+        """A failed run. One failure costs that run (the median is then taken over the
+        others and the table says so); a second one, or a fatal one, gives the case up."""
+        slot = self.slot(mtu, case, kind)
+        slot.setdefault("failed_runs", []).append(why)
+        if fatal or len(slot["failed_runs"]) >= 2:
+            slot["error"] = why
+            self.status = 1
+        print("    %-18s %-5s FAILED%s: %s" % (case, kind, "" if "error" in slot else
+                                             " (this run)", why), flush=True)
 
     def failed(self, mtu, case, kind):
         return "error" in self.slot(mtu, case, kind)
@@ -459,7 +465,8 @@ def summarize(results, reps):
         for case, kinds in cases.items():
             row = summary.setdefault(mtu, {}).setdefault(case, {"kinds": {}})
             for kind, s in kinds.items():
-                if "error" in s or len(s["runs"]) < reps:
+                lost = len(s.get("failed_runs", []))
+                if "error" in s or not s["runs"] or len(s["runs"]) + lost < reps:
                     row["kinds"][kind] = {"error": s.get("error", "incomplete")}
                     continue
                 row["kinds"][kind] = {
@@ -467,6 +474,8 @@ def summarize(results, reps):
                     "min": min(s["runs"]), "max": max(s["runs"]),
                     "cpu_s_per_gib": (statistics.median(s["cpu_per_gib"])
                                       if s["cpu_per_gib"] else None)}
+                if lost:
+                    row["kinds"][kind]["failed_runs"] = lost
     for mtu, cases in summary.items():
         for case, row in cases.items():
             med = {k: v["median"] for k, v in row["kinds"].items() if "median" in v}
@@ -517,7 +526,8 @@ def targets(summary, meta):
 
 def print_table(summary, kinds):
     for mtu in sorted(summary, key=int):
-        print("\nnetdev MTU %s: median [min..max] of every kind; ratios of medians" % mtu)
+        print("\nnetdev MTU %s: median [min..max] of every kind (-N: N runs failed and are "
+              "left out); ratios of medians" % mtu)
         print("  %-18s %-5s %s %9s %9s %s" % (
             "case", "unit", "".join("%-29s" % k for k in kinds), "sroce/rxe", "sroce/tcp",
             "CPU s/GiB " + "/".join(kinds)))
@@ -532,8 +542,9 @@ def print_table(summary, kinds):
                     cells.append("%-29s" % "FAILED")
                     cpus.append("-")
                 else:
-                    cells.append("%-29s" % ("%.4g [%.4g..%.4g]" % (v["median"], v["min"],
-                                                                   v["max"])))
+                    lost = " -%d" % v["failed_runs"] if v.get("failed_runs") else ""
+                    cells.append("%-29s" % ("%.4g [%.4g..%.4g]%s" % (v["median"], v["min"],
+                                                                     v["max"], lost)))
                     cpus.append("%.2f" % v["cpu_s_per_gib"] if v["cpu_s_per_gib"] else "-")
             r1, r2 = row.get("sroce_over_rxe"), row.get("sroce_over_tcp")
             print("  %-18s %-5s %s %9s %9s %s" % (

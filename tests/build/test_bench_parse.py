@@ -53,7 +53,11 @@ def test_medians_ratios_and_failures():
                                                              "error": "boom"}},
         "iperf3": {"tcp": runs(4.0, 4.0, 4.0)},
     }}
+    # one failed run of three: the median of the other two, marked
+    results["1500"]["write_bw_4k"] = {"sroce": dict(runs(1.0, 3.0), failed_runs=["BW 0"])}
     s = bench.summarize(results, 3)["1500"]
+    assert s["write_bw_4k"]["kinds"]["sroce"] == {"median": 2.0, "min": 1.0, "max": 3.0,
+                                                  "cpu_s_per_gib": None, "failed_runs": 1}
     w = s["write_bw_64k"]
     assert w["kinds"]["sroce"] == {"median": 2.0, "min": 1.0, "max": 3.0,
                                    "cpu_s_per_gib": None}
