@@ -142,6 +142,7 @@ def host_threads(rig):
     return out
 
 
+PERF_RECORD = "perf record -e cpu-clock -F 999 -m 2048 -a -o /tmp/bench.perf"
 PERF_REPORT = ("perf report -i /tmp/bench.perf --no-children --stdio --sort sym -g none "
                "2>/dev/null | grep -v '^#' | grep -v '^$'")
 PERF_ROW = re.compile(r"^\s*([\d.]+)%\s+\[(.)\]\s+(\S.*?)\s*$")
@@ -196,12 +197,12 @@ class Bench:
         print("    %-18s %-5s %10.4g %s%s" % (case, kind, value, UNITS[METRIC[case]], extra),
               flush=True)
 
-    def fail(self, mtu, case, kind, why, fatal=False):
+    def fail(self, mtu, case, kind, why):
         """A failed run. One failure costs that run (the median is then taken over the
-        others and the table says so); a second one, or a fatal one, gives the case up."""
+        others and the table says so); a second one gives the case up."""
         slot = self.slot(mtu, case, kind)
         slot.setdefault("failed_runs", []).append(why)
-        if fatal or len(slot["failed_runs"]) >= 2:
+        if len(slot["failed_runs"]) >= 2:
             slot["error"] = why
             self.status = 1
         print("    %-18s %-5s FAILED%s: %s" % (case, kind, "" if "error" in slot else
@@ -359,7 +360,7 @@ class Bench:
         gids = self.configure(mtu, kind)
         for g in self.rig.guests:
             g.run("rm -f /tmp/bench.perf")
-        perfs = [g.spawn("perf record -e cpu-clock -F 999 -m 2048 -a -o /tmp/bench.perf 2>/dev/null")
+        perfs = [g.spawn(PERF_RECORD + " 2>/dev/null")
                  for g in self.rig.guests]
         time.sleep(2)
         h0 = host_threads(self.rig)
@@ -383,8 +384,9 @@ class Bench:
             g.run("pkill -INT -x perf")
             p.wait(60)
             rep = g.run(PERF_REPORT, timeout=300)
-            text += ["", "%s (%s) perf record -e cpu-clock -a; perf report --sort sym:" % (
-                g.name, "server" if g is self.srv else "client")] + busy_profile(rep.out)
+            text += ["", "%s (%s) %s; perf report --sort sym:" % (
+                g.name, "server" if g is self.srv else "client", PERF_RECORD)] + \
+                busy_profile(rep.out)
         path = os.path.join(self.out, "profile-%d-%s-%s.txt" % (mtu, kind, case[0]))
         with open(path, "w") as f:
             f.write("\n".join(text) + "\n")
