@@ -13,8 +13,8 @@
  * kernel's own producer count, and any distance above the ring size counts
  * as an overrun, so a process scribbling on its ring hurts nobody else.
  *
- * resize_cq is not implemented (EOPNOTSUPP), nor are CQ moderation and
- * extended CQs (create_cq_ex, completion timestamps).
+ * resize_cq swaps in a new ring with the unpolled completions moved over.
+ * CQ moderation and completion timestamps are not implemented (EOPNOTSUPP).
  */
 
 #include <linux/log2.h>
@@ -309,4 +309,117 @@ int sroce_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 		ret = 1;
 	spin_unlock_irqrestore(&cq->lock, irqflags);
 	return ret;
+}
+
+/*
+ * Move the outstanding completions of @cq into a ring of @entries slots.
+ * Counters keep their values (slot = count & (entries - 1) in either ring),
+ * so neither the kernel's producer count nor the consumer's count changes.
+ * The new ring (*@mentryp for a user CQ, *@kwcp for a kernel CQ) replaces
+ * the old one, which is handed back through the same pointer. Called with
+ * cq->lock held. Return: 0, or -EINVAL if the completions do not fit (or a
+ * user consumer count is further behind than the ring holds).
+ */
+static int sroce_cq_move(struct sroce_cq *cq, u32 entries,
+			 struct sroce_mmap_entry **mentryp, struct ib_wc **kwcp)
+{
+	struct sroce_mmap_entry *mentry = *mentryp;
+	struct ib_wc *kwc = *kwcp;
+	u32 cons = sroce_cq_consumer(cq);
+	u32 n = cq->prod - cons;
+	u32 i;
+
+	if (n > cq->entries || n > entries)
+		return -EINVAL;
+
+	for (i = 0; i < n; i++) {
+		u32 from = (cons + i) & (cq->entries - 1);
+		u32 to = (cons + i) & (entries - 1);
+
+		if (kwc)
+			kwc[to] = cq->kwc[from];
+		else
+			memcpy(mentry->vaddr + SROCE_CQ_RING_ENTRIES_OFF +
+			       (size_t)to * sizeof(struct ib_uverbs_wc),
+			       &cq->uwc[from], sizeof(struct ib_uverbs_wc));
+	}
+
+	if (kwc) {
+		swap(cq->kwc, *kwcp);
+	} else {
+		struct sroce_cq_ring_hdr *hdr = mentry->vaddr;
+
+		hdr->consumer = cons;
+		hdr->arm = READ_ONCE(cq->hdr->arm);
+		/* Entries before index, as in sroce_cq_post(). */
+		smp_store_release(&hdr->producer, cq->prod);
+		cq->hdr = hdr;
+		cq->uwc = mentry->vaddr + SROCE_CQ_RING_ENTRIES_OFF;
+		cq->arm = &hdr->arm;
+		swap(cq->mentry, *mentryp);
+	}
+	cq->entries = entries;
+	return 0;
+}
+
+/*
+ * Grow or shrink a CQ. A user CQ gets a new ring to map (the reply is the
+ * create reply's layout); the old one stops receiving entries at once, and
+ * the process must not poll it any more (the provider holds the CQ's lock
+ * across the call, so its pollers wait and then continue on the new ring).
+ * The completions not yet polled move along with their counts.
+ */
+int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
+{
+	struct sroce_cq *cq = to_scq(ibcq);
+	struct sroce_create_cq_resp resp = {};
+	struct sroce_mmap_entry *mentry = NULL;
+	struct sroce_ucontext *uctx;
+	struct ib_wc *kwc = NULL;
+	unsigned long flags;
+	u32 entries;
+	int err;
+
+	if (cqe < 1 || cqe > SROCE_MAX_CQE)
+		return -EINVAL;
+	if (!udata != !cq->hdr)
+		return -EINVAL;
+	if (udata && udata->outlen < sizeof(resp))
+		return -EINVAL;
+	entries = roundup_pow_of_two(cqe);
+
+	if (udata) {
+		uctx = rdma_udata_to_drv_context(udata, struct sroce_ucontext,
+						 ibuc);
+		mentry = sroce_mmap_alloc(&uctx->ibuc,
+					  SROCE_CQ_RING_ENTRIES_OFF +
+					  (size_t)entries *
+					  sizeof(struct ib_uverbs_wc));
+		if (IS_ERR(mentry))
+			return PTR_ERR(mentry);
+		resp.mmap_offset = sroce_mmap_offset(mentry);
+		resp.mmap_size = mentry->size;
+		resp.entries = entries;
+		/* Before the switch: a failed copy leaves the CQ as it was. */
+		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		if (err)
+			goto out_free;
+	} else {
+		kwc = kvcalloc(entries, sizeof(*kwc), SROCE_GFP_RING);
+		if (!kwc)
+			return -ENOMEM;
+	}
+
+	spin_lock_irqsave(&cq->lock, flags);
+	err = cq->dead ? -EINVAL : sroce_cq_move(cq, entries, &mentry, &kwc);
+	spin_unlock_irqrestore(&cq->lock, flags);
+	if (!err)
+		ibcq->cqe = entries;
+
+out_free:
+	/* The new ring on failure, the old one on success. */
+	if (mentry)
+		sroce_mmap_remove(mentry);
+	kvfree(kwc);
+	return err;
 }

@@ -18,7 +18,8 @@
  * Registration reserves the index, fills in the MR completely and only then
  * stores the pointer, so a lookup never sees a half-built MR. Lookups run
  * under rcu_read_lock() and take a reference with refcount_inc_not_zero().
- * Deregistration erases the index (no new lookups), drops the initial
+ * Deregistration erases the index (no new lookups; unless a reregistration
+ * has put the region's successor there, under the same key), drops the initial
  * reference and waits for the in-flight users to drop theirs; the pinned
  * pages are released only then, and the structure itself after an RCU grace
  * period.
@@ -132,6 +133,40 @@ static int sroce_mr_publish(struct sroce_dev *sdev, struct sroce_mr *mr)
 	return 0;
 }
 
+/*
+ * Put @mr in @old's slot under @old's key (reregistration). @old stays
+ * usable by the accesses that hold it; its own deregistration then leaves
+ * the slot alone (sroce_mr_unpublish()).
+ */
+static int sroce_mr_republish(struct sroce_dev *sdev, struct sroce_mr *mr,
+			      struct sroce_mr *old)
+{
+	u32 index = old->key >> SROCE_MR_KEY_SHIFT;
+	void *cur;
+
+	mr->key = old->key;
+	mr->ibmr.lkey = mr->key;
+	mr->ibmr.rkey = mr->key;
+	xa_lock(&sdev->mr_xa);
+	cur = xa_load(&sdev->mr_xa, index);
+	if (cur == old)
+		/* The slot exists already: this store allocates nothing. */
+		__xa_store(&sdev->mr_xa, index, mr, GFP_ATOMIC);
+	xa_unlock(&sdev->mr_xa);
+	return cur == old ? 0 : -EINVAL;
+}
+
+/* No new lookups of @mr: free its slot, unless a reregistration took it. */
+static void sroce_mr_unpublish(struct sroce_dev *sdev, struct sroce_mr *mr)
+{
+	u32 index = mr->key >> SROCE_MR_KEY_SHIFT;
+
+	xa_lock(&sdev->mr_xa);
+	if (xa_load(&sdev->mr_xa, index) == mr)
+		__xa_erase(&sdev->mr_xa, index);
+	xa_unlock(&sdev->mr_xa);
+}
+
 struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access)
 {
 	struct sroce_dev *sdev = to_sdev(ibpd->device);
@@ -181,8 +216,10 @@ static int sroce_mr_collect_pages(struct sroce_mr *mr)
 	return 0;
 }
 
-struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
-				u64 iova, int access, struct ib_udata *udata)
+/* Register a user region; under @old's key if @old is given (rereg). */
+static struct ib_mr *sroce_reg_user(struct ib_pd *ibpd, u64 start, u64 length,
+				    u64 iova, int access, struct ib_udata *udata,
+				    struct sroce_mr *old)
 {
 	struct sroce_dev *sdev = to_sdev(ibpd->device);
 	struct ib_umem *umem;
@@ -217,7 +254,8 @@ struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	if (err)
 		goto err_release;
 
-	err = sroce_mr_publish(sdev, mr);
+	err = old ? sroce_mr_republish(sdev, mr, old) :
+		    sroce_mr_publish(sdev, mr);
 	if (err)
 		goto err_release;
 
@@ -233,12 +271,47 @@ err_free:
 	return ERR_PTR(err);
 }
 
+struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				u64 iova, int access, struct ib_udata *udata)
+{
+	return sroce_reg_user(ibpd, start, length, iova, access, udata, NULL);
+}
+
+/*
+ * Reregistration builds a new region from the old one's settings and the
+ * changes asked for (without IB_MR_REREG_TRANS the old range is pinned
+ * again, with the new access rights) and puts it under the old one's keys,
+ * which do not change. ib_core then deregisters the old region, which waits
+ * for the accesses still using it, as dereg does; the pages it pinned are
+ * released only then. Every access sees one registration whole, the old or
+ * the new. If anything fails the old region is untouched.
+ */
+struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				  u64 length, u64 iova, int access,
+				  struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct sroce_mr *old = to_smr(ibmr);
+
+	if (!old->umem)
+		return ERR_PTR(-EINVAL);
+	if (!(flags & IB_MR_REREG_PD))
+		ibpd = ibmr->pd;
+	if (!(flags & IB_MR_REREG_ACCESS))
+		access = old->access;
+	if (!(flags & IB_MR_REREG_TRANS)) {
+		start = old->umem->address;
+		length = old->umem->length;
+		iova = old->iova;
+	}
+	return sroce_reg_user(ibpd, start, length, iova, access, udata, old);
+}
+
 int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct sroce_dev *sdev = to_sdev(ibmr->device);
 	struct sroce_mr *mr = to_smr(ibmr);
 
-	xa_erase(&sdev->mr_xa, mr->key >> SROCE_MR_KEY_SHIFT);
+	sroce_mr_unpublish(sdev, mr);
 	sroce_mr_put(mr);
 	wait_for_completion(&mr->done);
 
