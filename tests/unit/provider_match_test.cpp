@@ -147,6 +147,7 @@ TEST(ContextOps, OnlyImplementedOpsAreSet)
 	static_assert(sizeof(slots) == sizeof(ops));
 	std::memcpy(slots, &ops, sizeof(ops));
 	const size_t set[] = {
+		offsetof(verbs_context_ops, alloc_parent_domain),
 		offsetof(verbs_context_ops, alloc_pd),
 		offsetof(verbs_context_ops, create_ah),
 		offsetof(verbs_context_ops, create_cq),
@@ -173,6 +174,8 @@ TEST(ContextOps, OnlyImplementedOpsAreSet)
 		offsetof(verbs_context_ops, query_srq),
 		offsetof(verbs_context_ops, reg_mr),
 		offsetof(verbs_context_ops, req_notify_cq),
+		offsetof(verbs_context_ops, rereg_mr),
+		offsetof(verbs_context_ops, resize_cq),
 	};
 	for (size_t i = 0; i < std::size(slots); i++) {
 		bool expected = false;

@@ -905,12 +905,96 @@ TEST(CqExCreate, UnsupportedRequestsFailEarly)
 			   IBV_WC_EX_WITH_FLOW_TAG, IBV_WC_EX_WITH_TM_INFO,
 			   IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK})
 		EXPECT_EQ(attempt([f](auto &a) { a.wc_flags |= f; }), EOPNOTSUPP) << f;
-	EXPECT_EQ(attempt([](auto &a) { a.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD; }), EOPNOTSUPP);
+	/* a parent domain is accepted, but it must be one */
+	EXPECT_EQ(attempt([](auto &a) { a.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD; }), EINVAL);
+	sroce::pd plain{};
+	plain.ibv.context = &ctx;
+	EXPECT_EQ(attempt([&](auto &a) {
+			  a.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD;
+			  a.parent_domain = &plain.ibv;
+		  }),
+		  EINVAL);
 	EXPECT_EQ(attempt([](auto &a) {
 			  a.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS;
 			  a.flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
 		  }),
 		  EOPNOTSUPP);
+}
+
+TEST(ParentDomain, StandsForItsProtectionDomain)
+{
+	struct ibv_context ctx = {}, other = {};
+	ctx.cmd_fd = other.cmd_fd = -1;
+	sroce::pd pd{};
+	pd.ibv.context = &ctx;
+	pd.ibv.handle = 7;
+	pd.pdn = 3;
+	struct ibv_parent_domain_init_attr a = {};
+	auto refused = [&](auto edit) {
+		struct ibv_parent_domain_init_attr b = a;
+		edit(b);
+		errno = 0;
+		EXPECT_EQ(sroce_alloc_parent_domain(&ctx, &b), nullptr);
+		return errno;
+	};
+	a.pd = &pd.ibv;
+	EXPECT_EQ(refused([](auto &b) { b.pd = nullptr; }), EINVAL);
+	EXPECT_EQ(refused([](auto &b) { b.td = reinterpret_cast<struct ibv_td *>(8); }), EINVAL);
+	EXPECT_EQ(refused([](auto &b) { b.comp_mask = 1u << 2; }), EOPNOTSUPP);
+	pd.ibv.context = &other;
+	EXPECT_EQ(refused([](auto &) {}), EINVAL);	/* another context's PD */
+	pd.ibv.context = &ctx;
+
+	int cookie = 0;
+	a.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
+	a.pd_context = &cookie;
+	struct ibv_pd *par = sroce_alloc_parent_domain(&ctx, &a);
+	ASSERT_NE(par, nullptr);
+	EXPECT_EQ(par->handle, 7u);	/* commands name the protection domain */
+	EXPECT_EQ(par->context, &ctx);
+	EXPECT_EQ(sroce::get_pd(par)->pd_context, &cookie);
+	EXPECT_EQ(refused([&](auto &b) { b.pd = par; }), EINVAL);	/* no nesting */
+	EXPECT_EQ(sroce_dealloc_pd(&pd.ibv), EBUSY);
+	EXPECT_EQ(sroce_dealloc_pd(par), 0);
+	EXPECT_EQ(pd.parents.load(), 0u);
+}
+
+/* A fake ring: cons 1, producer 7 of 8 slots, completions of QPs 5 and 9. */
+TEST(CqClean, DropsOneQpsCompletionsInOrder)
+{
+	alignas(64) static unsigned char ring[SROCE_CQ_RING_ENTRIES_OFF + 8 * sizeof(ib_uverbs_wc)];
+	std::memset(ring, 0, sizeof(ring));
+	auto *cq = static_cast<sroce::cq *>(std::calloc(1, sizeof(sroce::cq)));
+	cq->map = ring;
+	cq->hdr = reinterpret_cast<sroce_cq_ring_hdr *>(ring);
+	auto *wc = reinterpret_cast<ib_uverbs_wc *>(ring + SROCE_CQ_RING_ENTRIES_OFF);
+	cq->ring = wc;
+	cq->entries = 8;
+	cq->cons = 1;
+	cq->hdr->consumer = 1;
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	const uint32_t qpn[] = {0, 5, 9, 5, 9, 9, 5};	/* slots 1..6 */
+	for (uint32_t i = 1; i < 7; i++) {
+		wc[i].qp_num = qpn[i];
+		wc[i].wr_id = 100 + i;
+		wc[i].opcode = i == 3 ? IBV_WC_RECV : IBV_WC_SEND;
+	}
+	cq->hdr->producer = 7;
+
+	/* QP 5 on an SRQ: its receive completion (slot 3) stays */
+	sroce::cq_clean(&cq->ibv, 5, true);
+	EXPECT_EQ(cq->cons, 3u);
+	EXPECT_EQ(cq->hdr->consumer, 3u);
+	struct ibv_wc out[8];
+	ASSERT_EQ(sroce_poll_cq(&cq->ibv, 8, out), 4);
+	const uint64_t want[] = {102, 103, 104, 105};
+	for (int i = 0; i < 4; i++)
+		EXPECT_EQ(out[i].wr_id, want[i]) << i;
+	/* nothing left to drop, nothing moves */
+	sroce::cq_clean(&cq->ibv, 9, false);
+	EXPECT_EQ(cq->cons, 7u);
+	pthread_spin_destroy(&cq->lock);
+	std::free(cq);
 }
 
 TEST(ObjectLayout, QpSrqAhCqBackPointers)

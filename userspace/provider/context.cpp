@@ -18,6 +18,7 @@ namespace sroce {
  */
 constinit const verbs_context_ops context_ops = [] {
 	verbs_context_ops ops{};
+	ops.alloc_parent_domain = sroce_alloc_parent_domain;
 	ops.alloc_pd = sroce_alloc_pd;
 	ops.create_ah = sroce_create_ah;
 	ops.create_cq = sroce_create_cq;
@@ -44,6 +45,8 @@ constinit const verbs_context_ops context_ops = [] {
 	ops.query_srq = sroce_query_srq;
 	ops.reg_mr = sroce_reg_mr;
 	ops.req_notify_cq = sroce_req_notify_cq;
+	ops.rereg_mr = sroce_rereg_mr;
+	ops.resize_cq = sroce_resize_cq;
 	return ops;
 }();
 

@@ -8,10 +8,12 @@
  *
  * create_cq_ex gives the same ring an ibv_cq_ex face (start_poll, next_poll,
  * end_poll and the read_* callbacks of IBV_WC_STANDARD_FLAGS). Completion
- * timestamps, CVLAN, flow tags, tag matching, parent domains and
- * IGNORE_OVERRUN are not available (EOPNOTSUPP).
+ * timestamps, CVLAN, flow tags, tag matching and IGNORE_OVERRUN are not
+ * available (EOPNOTSUPP); a parent domain (IBV_CQ_INIT_ATTR_MASK_PD) is
+ * accepted.
  *
- * Not implemented: resize_cq (libibverbs answers EOPNOTSUPP).
+ * resize_cq: the kernel moves the unpolled completions into a new ring,
+ * which replaces the mapping while the CQ's lock keeps pollers out.
  */
 #include <cerrno>
 #include <cstdlib>
@@ -41,6 +43,11 @@ static_assert(SROCE_WC_FLAG_WITH_IMM == IBV_WC_WITH_IMM);
 static_assert(SROCE_WC_FLAG_IP_CSUM_OK == IBV_WC_IP_CSUM_OK);
 static_assert(SROCE_WC_FLAG_WITH_INV == IBV_WC_WITH_INV);
 
+using resize_cq_resp =
+	abi::with_driver_data<abi::resp_resize_cq_core, sroce_create_cq_resp>;
+static_assert(abi::driver_data_is_adjacent<abi::resp_resize_cq_core,
+					   sroce_create_cq_resp>());
+
 using create_cq_ex_resp =
 	abi::with_driver_data<abi::resp_create_cq_ex_core, sroce_create_cq_resp>;
 static_assert(abi::driver_data_is_adjacent<abi::resp_create_cq_ex_core,
@@ -55,10 +62,10 @@ bool ring_reply_ok(const sroce_create_cq_resp &r)
 }
 
 /*
- * Maps the ring the kernel described; on failure returns an errno value and
- * the caller destroys the kernel object.
+ * Maps the ring the kernel described in place of the one @cq has (if any,
+ * it is unmapped); on failure returns an errno value and @cq is unchanged.
  */
-int map_ring(struct ibv_context *ibctx, cq *cq, const sroce_create_cq_resp &r)
+int switch_ring(struct ibv_context *ibctx, cq *cq, const sroce_create_cq_resp &r)
 {
 	if (!ring_reply_ok(r)) {
 		sroce_log(verbs_get_ctx(ibctx), SROCE_VERBS_LOG_ERR,
@@ -66,17 +73,30 @@ int map_ring(struct ibv_context *ibctx, cq *cq, const sroce_create_cq_resp &r)
 			  static_cast<unsigned long long>(r.mmap_size));
 		return EPROTO;
 	}
-	cq->map_size = r.mmap_size;
-	cq->map = mmap(nullptr, cq->map_size, PROT_READ | PROT_WRITE,
-		       MAP_SHARED, ibctx->cmd_fd, static_cast<off_t>(r.mmap_offset));
-	if (cq->map == MAP_FAILED) {
-		cq->map = nullptr;
+	void *map = mmap(nullptr, r.mmap_size, PROT_READ | PROT_WRITE,
+			 MAP_SHARED, ibctx->cmd_fd, static_cast<off_t>(r.mmap_offset));
+	if (map == MAP_FAILED)
 		return errno;
-	}
+	if (cq->map)
+		munmap(cq->map, cq->map_size);
+	cq->map = map;
+	cq->map_size = r.mmap_size;
 	cq->hdr = static_cast<sroce_cq_ring_hdr *>(cq->map);
 	cq->ring = reinterpret_cast<const ib_uverbs_wc *>(
 		static_cast<char *>(cq->map) + SROCE_CQ_RING_ENTRIES_OFF);
 	cq->entries = r.entries;
+	return 0;
+}
+
+/*
+ * Maps the ring of a new CQ; on failure returns an errno value and the
+ * caller destroys the kernel object.
+ */
+int map_ring(struct ibv_context *ibctx, cq *cq, const sroce_create_cq_resp &r)
+{
+	const int err = switch_ring(ibctx, cq, r);
+	if (err)
+		return err;
 	cq->cons = __atomic_load_n(&cq->hdr->consumer, __ATOMIC_RELAXED);
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
 	return 0;
@@ -94,6 +114,8 @@ int refill(cq *cq)
 {
 	if (cq->avail)
 		return 0;
+	if (cq->lost)
+		return EIO;
 	const uint32_t prod = __atomic_load_n(&cq->hdr->producer, __ATOMIC_ACQUIRE);
 	const uint32_t avail = prod - cq->cons;
 	if (avail > cq->entries)
@@ -217,6 +239,7 @@ uint8_t read_dlid_path_bits(struct ibv_cq_ex *ibcq)
 /* What create_cq_ex accepts. */
 constexpr uint64_t kWcFlags = IBV_WC_STANDARD_FLAGS;
 constexpr uint32_t kCqFlags = IBV_CREATE_CQ_ATTR_SINGLE_THREADED;
+constexpr uint32_t kCqMask = IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD;
 
 } // namespace
 
@@ -244,6 +267,45 @@ void init_cq_ex(cq *cq, uint64_t wc_flags)
 		x.read_sl = read_sl;
 	if (wc_flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
 		x.read_dlid_path_bits = read_dlid_path_bits;
+}
+
+/*
+ * A QP went back to RESET: drop its completions that nobody has polled, as
+ * hardware providers do, so that a QP brought up again does not report the
+ * flushes of its previous life. Receive completions of a QP on an SRQ stay
+ * (their SRQ slots were used up and are not given back). The kept entries
+ * move towards the producer end of [cons, prod) and cons moves past the
+ * dropped ones; the kernel only writes at prod and beyond, and once the
+ * QP is in RESET it adds nothing more for it.
+ */
+void cq_clean(struct ibv_cq *ibcq, uint32_t qpn, bool keep_recv)
+{
+	cq *cq = get_cq(ibcq);
+
+	pthread_spin_lock(&cq->lock);
+	const uint32_t prod = __atomic_load_n(&cq->hdr->producer, __ATOMIC_ACQUIRE);
+	if (cq->lost || prod - cq->cons > cq->entries) {
+		pthread_spin_unlock(&cq->lock);
+		return;
+	}
+	auto *ring = const_cast<ib_uverbs_wc *>(cq->ring);
+	const uint32_t mask = cq->entries - 1;
+	uint32_t dst = prod;
+	for (uint32_t src = prod; src != cq->cons;) {
+		src--;
+		const ib_uverbs_wc &e = ring[src & mask];
+		if (e.qp_num == qpn && !(keep_recv && (e.opcode & IBV_WC_RECV)))
+			continue;
+		dst--;
+		if (dst != src)
+			std::memcpy(&ring[dst & mask], &e, sizeof(e));
+	}
+	if (dst != cq->cons) {
+		cq->cons = dst;
+		cq->avail = 0;
+		__atomic_store_n(&cq->hdr->consumer, cq->cons, __ATOMIC_RELEASE);
+	}
+	pthread_spin_unlock(&cq->lock);
 }
 
 } // namespace sroce
@@ -288,11 +350,24 @@ struct ibv_cq_ex *sroce_create_cq_ex(struct ibv_context *ibctx,
 				     struct ibv_cq_init_attr_ex *attr)
 {
 	if ((attr->wc_flags & ~sroce::kWcFlags) ||
-	    (attr->comp_mask & ~static_cast<uint32_t>(IBV_CQ_INIT_ATTR_MASK_FLAGS)) ||
+	    (attr->comp_mask & ~sroce::kCqMask) ||
 	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
 	     (attr->flags & ~sroce::kCqFlags))) {
 		errno = EOPNOTSUPP;
 		return nullptr;
+	}
+	/*
+	 * A parent domain only carries allocators, which a CQ (kernel ring
+	 * memory) does not use; the kernel command knows nothing of it.
+	 */
+	struct ibv_cq_init_attr_ex kattr = *attr;
+	if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) {
+		if (!attr->parent_domain || attr->parent_domain->context != ibctx ||
+		    !sroce::get_pd(attr->parent_domain)->protection) {
+			errno = EINVAL;
+			return nullptr;
+		}
+		kattr.comp_mask &= ~static_cast<uint32_t>(IBV_CQ_INIT_ATTR_MASK_PD);
 	}
 
 	auto *cq = static_cast<sroce::cq *>(std::calloc(1, sizeof(sroce::cq)));
@@ -303,7 +378,7 @@ struct ibv_cq_ex *sroce_create_cq_ex(struct ibv_context *ibctx,
 
 	sroce::abi::cmd_create_cq_ex cmd{};
 	sroce::create_cq_ex_resp resp{};
-	int err = ibv_cmd_create_cq_ex(ibctx, attr, &cq->vcq, &cmd, sizeof(cmd),
+	int err = ibv_cmd_create_cq_ex(ibctx, &kattr, &cq->vcq, &cmd, sizeof(cmd),
 				       &resp.core, sizeof(resp), 0);
 	if (err) {
 		std::free(cq);
@@ -352,7 +427,7 @@ int sroce_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	pthread_spin_lock(&cq->lock);
 	const uint32_t prod = __atomic_load_n(&cq->hdr->producer, __ATOMIC_ACQUIRE);
 	const uint32_t avail = prod - cq->cons;
-	if (avail > cq->entries) {
+	if (avail > cq->entries || cq->lost) {
 		pthread_spin_unlock(&cq->lock);
 		return -EIO;
 	}
@@ -382,8 +457,44 @@ int sroce_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	const uint32_t bits = solicited_only ? SROCE_CQ_ARM_SOLICITED :
 					       SROCE_CQ_ARM_NEXT;
 
+	/* The lock keeps resize_cq from moving the ring under us. */
+	pthread_spin_lock(&cq->lock);
 	__atomic_fetch_or(&cq->hdr->arm, bits, __ATOMIC_SEQ_CST);
+	pthread_spin_unlock(&cq->lock);
 	return 0;
+}
+
+/*
+ * Under the CQ's lock, so no poller is between reading and releasing entries
+ * and the consumer index the kernel reads is ours. The kernel keeps the
+ * counters, so cons stays valid in the new ring. If the new ring cannot be
+ * mapped the kernel writes where this process cannot look any more: the CQ
+ * then fails every poll rather than lose completions silently.
+ */
+int sroce_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	sroce::cq *cq = sroce::get_cq(ibcq);
+	sroce::abi::cmd_resize_cq cmd{};
+	sroce::resize_cq_resp resp{};
+
+	pthread_spin_lock(&cq->lock);
+	if (cq->lost) {
+		pthread_spin_unlock(&cq->lock);
+		return EIO;
+	}
+	int err = ibv_cmd_resize_cq(ibcq, cqe, &cmd, sizeof(cmd), &resp.core,
+				    sizeof(resp));
+	if (!err) {
+		err = sroce::switch_ring(ibcq->context, cq, resp.drv);
+		if (err) {
+			sroce_log(verbs_get_ctx(ibcq->context), SROCE_VERBS_LOG_ERR,
+				  "resize_cq: cannot map the new ring (%d); the CQ is lost",
+				  err);
+			cq->lost = true;
+		}
+	}
+	pthread_spin_unlock(&cq->lock);
+	return err;
 }
 
 } // extern "C"

@@ -341,7 +341,9 @@ struct verbs_context_ops {
 	sroce_op_slot alloc_dm;
 	sroce_op_slot alloc_mw;
 	sroce_op_slot alloc_null_mr;
-	sroce_op_slot alloc_parent_domain;
+	struct ibv_pd *(*alloc_parent_domain)(
+		struct ibv_context *context,
+		struct ibv_parent_domain_init_attr *attr);
 	struct ibv_pd *(*alloc_pd)(struct ibv_context *context);
 	sroce_op_slot alloc_td;
 	sroce_op_slot async_event;
@@ -423,8 +425,9 @@ struct verbs_context_ops {
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
 				 uint64_t hca_va, int access);
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
-	sroce_op_slot rereg_mr;
-	sroce_op_slot resize_cq;
+	int (*rereg_mr)(verbs_mr *vmr, int flags, struct ibv_pd *pd,
+			void *addr, size_t length, int access);
+	int (*resize_cq)(struct ibv_cq *cq, int cqe);
 	sroce_op_slot set_ece;
 	sroce_op_slot unimport_dm;
 	sroce_op_slot unimport_mr;
@@ -599,6 +602,26 @@ static_assert(sizeof(cmd_reg_mr) ==
 /* 12 bytes, no driver data: the uapi struct itself is passed. */
 static_assert(sizeof(ib_uverbs_reg_mr_resp) == 12);
 
+/* IB_USER_VERBS_CMD_REREG_MR: libibverbs' struct ibv_rereg_mr */
+struct cmd_rereg_mr {
+	ib_uverbs_cmd_hdr hdr;
+	uint64_t response;
+	uint32_t mr_handle;
+	uint32_t flags;
+	uint64_t start;
+	uint64_t length;
+	uint64_t hca_va;
+	uint32_t pd_handle;
+	uint32_t access_flags;
+};
+static_assert(sizeof(ib_uverbs_rereg_mr) == 48);
+static_assert(offsetof(cmd_rereg_mr, access_flags) ==
+	      sizeof(ib_uverbs_cmd_hdr) + offsetof(ib_uverbs_rereg_mr, access_flags));
+static_assert(sizeof(cmd_rereg_mr) ==
+	      sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_rereg_mr));
+/* 8 bytes, no driver data: the uapi struct itself is passed. */
+static_assert(sizeof(ib_uverbs_rereg_mr_resp) == 8);
+
 /* IB_USER_VERBS_CMD_CREATE_CQ: libibverbs' struct ibv_create_cq */
 struct cmd_create_cq {
 	ib_uverbs_cmd_hdr hdr;
@@ -621,6 +644,26 @@ struct resp_create_cq_core {
 };
 static_assert(sizeof(resp_create_cq_core) == sizeof(ib_uverbs_create_cq_resp));
 static_assert(sizeof(ib_uverbs_create_cq_resp) == 8);
+
+/* IB_USER_VERBS_CMD_RESIZE_CQ: libibverbs' struct ibv_resize_cq */
+struct cmd_resize_cq {
+	ib_uverbs_cmd_hdr hdr;
+	uint64_t response;
+	uint32_t cq_handle;
+	uint32_t cqe;
+};
+static_assert(sizeof(ib_uverbs_resize_cq) == 16);
+static_assert(offsetof(cmd_resize_cq, cqe) ==
+	      sizeof(ib_uverbs_cmd_hdr) + offsetof(ib_uverbs_resize_cq, cqe));
+static_assert(sizeof(cmd_resize_cq) ==
+	      sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_resize_cq));
+
+struct resp_resize_cq_core {
+	uint32_t cqe;
+	uint32_t reserved;
+};
+static_assert(sizeof(resp_resize_cq_core) == sizeof(ib_uverbs_resize_cq_resp));
+static_assert(sizeof(ib_uverbs_resize_cq_resp) == 8);
 
 /*
  * Extended commands start with a second header (libibverbs' struct ex_hdr,
@@ -849,6 +892,15 @@ int ibv_cmd_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 		   sroce::abi::cmd_reg_mr *cmd, size_t cmd_size,
 		   struct ib_uverbs_reg_mr_resp *resp, size_t resp_size);
 int ibv_cmd_dereg_mr(verbs_mr *vmr);
+/*
+ * Sets vmr->ibv_mr's lkey and rkey from the reply (and context with
+ * IBV_REREG_MR_CHANGE_PD); ibv_rereg_mr() updates pd, addr and length.
+ */
+int ibv_cmd_rereg_mr(verbs_mr *vmr, uint32_t flags, void *addr,
+		     size_t length, uint64_t hca_va, int access,
+		     struct ibv_pd *pd, sroce::abi::cmd_rereg_mr *cmd,
+		     size_t cmd_sz, struct ib_uverbs_rereg_mr_resp *resp,
+		     size_t resp_sz);
 /* Sets cq->context, cq->handle and cq->cqe; the rest is ibv_create_cq's. */
 int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 		      struct ibv_comp_channel *channel, int comp_vector,
@@ -856,6 +908,10 @@ int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 		      size_t cmd_size, sroce::abi::resp_create_cq_core *resp,
 		      size_t resp_size);
 int ibv_cmd_destroy_cq(struct ibv_cq *cq);
+/* Sets cq->cqe from the reply. */
+int ibv_cmd_resize_cq(struct ibv_cq *cq, int cqe,
+		      sroce::abi::cmd_resize_cq *cmd, size_t cmd_size,
+		      sroce::abi::resp_resize_cq_core *resp, size_t resp_size);
 /*
  * Sets the ibv_cq_ex members shared with ibv_cq (context, handle, cqe);
  * libibverbs' create_cq_ex wrapper does the rest (verbs_init_cq).

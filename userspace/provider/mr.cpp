@@ -2,6 +2,11 @@
 /*
  * Memory regions: registration is entirely the kernel's (it pins the pages
  * and hands out the keys); the provider only wraps the commands.
+ *
+ * Reregistration keeps the keys: the kernel registers the region anew with
+ * the changes asked for, under the same keys, and then drops the old
+ * registration. If the command fails (IBV_REREG_MR_ERR_CMD, which allows
+ * the region to be unusable) the region is in fact as it was.
  */
 #include <cerrno>
 #include <cstdlib>
@@ -30,6 +35,24 @@ struct ibv_mr *sroce_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 		return nullptr;
 	}
 	return &mr->vmr.ibv_mr;
+}
+
+int sroce_rereg_mr(verbs_mr *vmr, int flags, struct ibv_pd *pd, void *addr,
+		   size_t length, int access)
+{
+	sroce::abi::cmd_rereg_mr cmd{};
+	struct ib_uverbs_rereg_mr_resp resp{};
+
+	const int err = ibv_cmd_rereg_mr(vmr, flags, addr, length,
+					 reinterpret_cast<uintptr_t>(addr), access,
+					 pd, &cmd, sizeof(cmd), &resp, sizeof(resp));
+	if (err) {
+		errno = err;
+		return err;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+		vmr->access = access;
+	return 0;
 }
 
 int sroce_dereg_mr(verbs_mr *vmr)

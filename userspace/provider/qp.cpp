@@ -518,7 +518,15 @@ int sroce_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 {
 	sroce::abi::cmd_modify_qp cmd{};
 
-	return ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
+	const int err = ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
+	if (!err && (attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET) {
+		/* Its old completions go with it (cq_clean). */
+		if (ibqp->recv_cq)
+			sroce::cq_clean(ibqp->recv_cq, ibqp->qp_num, ibqp->srq != nullptr);
+		if (ibqp->send_cq && ibqp->send_cq != ibqp->recv_cq)
+			sroce::cq_clean(ibqp->send_cq, ibqp->qp_num, false);
+	}
+	return err;
 }
 
 int sroce_destroy_qp(struct ibv_qp *ibqp)

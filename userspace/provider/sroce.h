@@ -8,6 +8,7 @@
 #ifndef SROCE_PROVIDER_SROCE_H
 #define SROCE_PROVIDER_SROCE_H
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -30,9 +31,21 @@ struct context {
 	uint32_t kernel_abi;		/* from sroce_alloc_ucontext_resp */
 };
 
+/*
+ * A protection domain, or a parent domain (protection set): a user-space
+ * object that stands for its protection domain in every command (its
+ * ibv.handle is the protection domain's) and carries the allocators the
+ * application gave. sroce keeps no queue memory in the process (rings are
+ * kernel memory mapped in), so there is nothing to allocate with them.
+ */
 struct pd {
 	struct ibv_pd ibv;
 	uint32_t pdn;			/* kernel PD number, for diagnostics */
+	pd *protection;			/* parent domains: their PD */
+	std::atomic<uint32_t> parents;	/* PDs: parent domains on it */
+	void *(*alloc)(struct ibv_pd *, void *, size_t, size_t, uint64_t);
+	void (*free)(struct ibv_pd *, void *, void *, uint64_t);
+	void *pd_context;
 };
 
 struct mr {
@@ -62,6 +75,8 @@ struct cq {
 	uint32_t avail;			/* entries known to be ready at cons */
 	bool cur_valid;			/* cur is the entry at cons */
 	struct ib_uverbs_wc cur;
+	/* resize_cq could not map the new ring: polls fail (EIO). */
+	bool lost;
 };
 
 /*
@@ -184,6 +199,9 @@ uint64_t supported_send_ops(uint32_t qp_type);
 int attach_srq_ring(srq *srq, uint32_t max_wr, uint32_t max_sge,
 		    const sroce_create_srq_resp &drv, void *map);
 
+/* Drops a QP's unpolled completions (the QP went back to RESET). */
+void cq_clean(struct ibv_cq *ibcq, uint32_t qpn, bool keep_recv);
+
 /* Fills the ibv_cq_ex callbacks for the wc_flags asked for. */
 void init_cq_ex(cq *cq, uint64_t wc_flags);
 
@@ -218,9 +236,13 @@ int sroce_query_port(struct ibv_context *ibctx, uint8_t port_num,
 
 struct ibv_pd *sroce_alloc_pd(struct ibv_context *ibctx);
 int sroce_dealloc_pd(struct ibv_pd *ibpd);
+struct ibv_pd *sroce_alloc_parent_domain(struct ibv_context *ibctx,
+					 struct ibv_parent_domain_init_attr *attr);
 
 struct ibv_mr *sroce_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 			    uint64_t hca_va, int access);
+int sroce_rereg_mr(verbs_mr *vmr, int flags, struct ibv_pd *pd, void *addr,
+		   size_t length, int access);
 int sroce_dereg_mr(verbs_mr *vmr);
 
 struct ibv_cq *sroce_create_cq(struct ibv_context *ibctx, int cqe,
@@ -229,6 +251,7 @@ struct ibv_cq *sroce_create_cq(struct ibv_context *ibctx, int cqe,
 int sroce_destroy_cq(struct ibv_cq *ibcq);
 int sroce_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc);
 int sroce_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
+int sroce_resize_cq(struct ibv_cq *ibcq, int cqe);
 struct ibv_cq_ex *sroce_create_cq_ex(struct ibv_context *ibctx,
 				     struct ibv_cq_init_attr_ex *attr);
 
