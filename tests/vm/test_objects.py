@@ -104,3 +104,31 @@ def test_scribbled_wq_rings_hurt_only_the_process(g0, rig):
     finally:
         unload_all_rdma_links(g1)
     assert not problems, "\n".join(problems)
+
+
+BREADTH_CHECKS = (
+    "resize_cq_below_unpolled_refused", "resize_cq_grow_and_shrink",
+    "resize_cq_keeps_unpolled_completions", "resize_cq_while_another_thread_polls",
+    "rereg_translation", "rereg_translation_write_lands_in_new_range",
+    "rereg_translation_old_range_untouched", "rereg_old_range_refused", "rereg_access",
+    "rereg_access_write_refused", "rereg_pd", "rereg_pd_other_pd_refused", "rereg_pd_back",
+    "rereg_pd_back_write", "rereg_unmapped_range_fails", "rereg_failed_region_still_works",
+    "rereg_lkey_send_from_new_range", "parent_domain_alloc", "parent_domain_on_parent_refused",
+    "parent_domain_keeps_pd", "cq_on_plain_pd_as_parent_refused", "parent_domain_traffic",
+    "parent_domain_dealloc", "qp_reset_drops_its_unpolled_completions", "breadth_teardown")
+
+
+def test_verbs_breadth(g0):
+    """sroce-objects-test breadth: resize_cq keeps unpolled completions (and refuses
+    to shrink below them), a CQ resized 40 times while another thread polls it loses
+    and reorders nothing; rereg_mr moves a region, changes its access and PD under
+    the same keys (each checked by RDMA WRITEs that land or are refused), a failing
+    rereg leaves the region working; a parent domain carries QPs, an SRQ, CQs and an MR. Every
+    message is checked byte by byte."""
+    r = g0.run("timeout -s KILL 150 %s/sroce-objects-test sroce0 breadth" % TOOLS,
+               timeout=180)
+    print(r.out)
+    assert r.ok and "RESULT: PASS" in r.out, r
+    missing = [c for c in BREADTH_CHECKS if "%s: ok" % c not in r.out]
+    assert not missing, missing
+    assert "2000 messages" in r.out, r.out

@@ -133,6 +133,9 @@ def test_pyverbs_suite(rig, kind):
     tmp = None
     try:
         gid = configure(g, kind, families=("ipv4",)).gid["ipv4"]
+        # The huge-page tests (parent domain allocators, ODP) skip without
+        # 2 MiB pages; 8 of them (16 MiB of the guest's 1 GiB) are plenty.
+        g.check("echo 8 > /proc/sys/vm/nr_hugepages")
         tmp = g.check("mkdir -p /tmp && mktemp -d /tmp/pyverbs.XXXXXX").strip()
         g.check("cp -r %s %s/ && gunzip %s/tests/*.gz" % (SUITE, tmp, tmp))
         cmd = "/usr/bin/python3 run_tests.py --dev %s --port 1 --gid %d -v" % (dev, gid)
@@ -152,6 +155,7 @@ def test_pyverbs_suite(rig, kind):
     finally:
         if tmp:
             g.run("rm -rf %s" % tmp)
+        g.run("echo 0 > /proc/sys/vm/nr_hugepages")
         unload_all_rdma_links(g)
 
     summary = ("pyverbs on %s: %d ran, %d ok, %d skipped, %d failures, %d errors in %.0f s "

@@ -26,6 +26,13 @@
  *             rewound below what the kernel fetched (ERR + QP_FATAL).
  *             CASE runs one: oversize, recv_after_err, srq_pd,
  *             destroy_self, destroy_concurrent, sq_rewind.
+ *   breadth   verbs beyond the basic set, in loopback through the device's
+ *             IPv4 RoCE v2 GID, every byte checked: resize_cq with unpolled
+ *             completions and while another thread polls, rereg_mr
+ *             (translation, access, PD, a failing rereg), parent domains,
+ *             a QP's completions dropped when it goes back to RESET.
+ *             CASE runs one: resize_cq, resize_cq_poller, rereg_mr,
+ *             parent_domain, reset_cleans_cq.
  *   qp-hog [N] create up to N QPs with 16 Ki-entry rings; prints how many the
  *             kernel allowed (run in a memory cgroup).
  *
@@ -1453,6 +1460,542 @@ void harden(wqs::Env &e, const char *only)
 			fn(e);
 }
 
+/* ------------------------------------------------------------------------ */
+/*
+ * breadth: verbs beyond the basic set, in loopback with every byte checked:
+ * resize_cq (unpolled completions kept; a CQ resized while another thread
+ * polls it), rereg_mr (translation, access, PD; a failed rereg leaves the
+ * region working) and parent domains (QP, SRQ, CQ and MR created on one).
+ */
+
+namespace breadth {
+
+using namespace wqs;
+using sroce_tool::strf;
+
+constexpr uint32_t kRecvOff = kBufSize / 2;	/* receive slots, 4 KiB apart */
+constexpr uint32_t kSlots = 16;			/* = the QPs' queue depths */
+
+uint8_t pat(uint32_t msg, uint32_t i)
+{
+	return static_cast<uint8_t>(msg * 131 + i * 7 + 1);
+}
+
+void fill(void *p, uint32_t msg, uint32_t len)
+{
+	auto *b = static_cast<uint8_t *>(p);
+	for (uint32_t i = 0; i < len; i++)
+		b[i] = pat(msg, i);
+}
+
+/* Index of the first byte that differs from message msg's pattern, or -1. */
+long first_bad(const void *p, uint32_t msg, uint32_t len)
+{
+	const auto *b = static_cast<const uint8_t *>(p);
+	for (uint32_t i = 0; i < len; i++)
+		if (b[i] != pat(msg, i))
+			return i;
+	return -1;
+}
+
+/* Completions in cq's ring that this process has not polled yet. */
+uint32_t unpolled(struct ibv_cq *cq)
+{
+	sroce::cq *c = sroce::get_cq(cq);
+	return __atomic_load_n(&c->hdr->producer, __ATOMIC_ACQUIRE) - c->cons;
+}
+
+bool wait_unpolled(struct ibv_cq *cq, uint32_t n)
+{
+	const auto t0 = Clock::now();
+	while (unpolled(cq) < n && seconds_since(t0) < kWait)
+		usleep(1000);
+	return unpolled(cq) == n;
+}
+
+/* Send message msg (kMsg bytes, from send slot msg % kSlots). */
+int send_msg(Env &e, Side &s, uint32_t msg)
+{
+	fill(e.buf + (msg % kSlots) * kMsg, msg, kMsg);
+	return post_send(e, s, msg, (msg % kSlots) * kMsg);
+}
+
+int recv_slot(Env &e, Side &s, uint32_t msg)
+{
+	return post_recv(e, s, nullptr, msg, kRecvOff + (msg % kSlots) * 4096);
+}
+
+/* A receive completion of message msg, its bytes in its slot. */
+std::string check_recv(Env &e, const struct ibv_wc &wc, uint32_t msg)
+{
+	if (wc.status != IBV_WC_SUCCESS || wc.wr_id != msg || wc.byte_len != kMsg)
+		return strf("recv %u: %s byte_len=%u", msg, wc_text(wc).c_str(), wc.byte_len);
+	const long bad = first_bad(e.buf + kRecvOff + (msg % kSlots) * 4096, msg, kMsg);
+	if (bad >= 0)
+		return strf("recv %u: byte %ld differs", msg, bad);
+	return "";
+}
+
+void resize_cq(Env &e)
+{
+	const char *name = "resize_cq_keeps_unpolled_completions";
+	constexpr uint32_t kN = 12;
+	Pair p;
+	if (!make_pair(e, p, IBV_QPT_RC))
+		return setup_failed(name, p);
+	std::string why;
+	for (uint32_t i = 0; i < kN && why.empty(); i++)
+		if (recv_slot(e, p.b, i) || send_msg(e, p.a, i))
+			why = "post " + std::to_string(i);
+	if (why.empty() && !(wait_unpolled(p.a.scq, kN) && wait_unpolled(p.b.rcq, kN)))
+		why = strf("completions: send %u recv %u of %u", unpolled(p.a.scq),
+			   unpolled(p.b.rcq), kN);
+	if (why.empty()) {
+		/* fewer slots than completions waiting: refused, nothing lost */
+		const int small = ibv_resize_cq(p.b.rcq, kN - 4);
+		check("resize_cq_below_unpolled_refused", small == EINVAL,
+		      errno_text(small) + strf(" cqe=%d", p.b.rcq->cqe));
+		const int grow = ibv_resize_cq(p.b.rcq, 200);
+		const int shrink = ibv_resize_cq(p.a.scq, kN);
+		check("resize_cq_grow_and_shrink", !grow && !shrink && p.b.rcq->cqe >= 200 &&
+			      p.a.scq->cqe >= static_cast<int>(kN) && p.a.scq->cqe < 64,
+		      strf("grow %d (cqe %d) shrink %d (cqe %d)", grow, p.b.rcq->cqe, shrink,
+			   p.a.scq->cqe));
+		struct ibv_wc wc;
+		for (uint32_t i = 0; i < kN && why.empty(); i++) {
+			if (!wait_wc(p.b.rcq, &wc))
+				why = strf("recv %u: no completion", i);
+			else
+				why = check_recv(e, wc, i);
+			if (why.empty() && !(wait_wc(p.a.scq, &wc) && wc.status == IBV_WC_SUCCESS &&
+					     wc.wr_id == i))
+				why = strf("send %u: %s", i, wc_text(wc).c_str());
+		}
+		const int one = ibv_resize_cq(p.b.rcq, 1);
+		if (why.empty() && (one || p.b.rcq->cqe < 1))
+			why = strf("resize to 1: %d", one);
+		/* the resized CQs keep working */
+		if (why.empty() && (recv_slot(e, p.b, kN) || send_msg(e, p.a, kN)))
+			why = "post after resize";
+		if (why.empty() && !(wait_wc(p.b.rcq, &wc) && check_recv(e, wc, kN).empty() &&
+				     wait_wc(p.a.scq, &wc) && wc.status == IBV_WC_SUCCESS))
+			why = "message after resize: " + wc_text(wc);
+	}
+	std::string dwhy;
+	const bool destroyed = destroy_pair(p, &dwhy);
+	check(name, why.empty() && destroyed, why + dwhy);
+}
+
+/*
+ * The receiver's CQ is resized again and again by this thread while another
+ * thread polls it and reposts receives; every message must arrive once, in
+ * order, with its bytes, and every resize must succeed (no more completions
+ * can be waiting than receives posted, kSlots).
+ */
+void resize_cq_poller(Env &e)
+{
+	const char *name = "resize_cq_while_another_thread_polls";
+	constexpr uint32_t kTotal = 2000, kEvery = 50;
+	const int sizes[] = {kSlots, 700, 40, 4000, 17, 128};
+	Pair p;
+	if (!make_pair(e, p, IBV_QPT_RC))
+		return setup_failed(name, p);
+	std::atomic<uint32_t> polled{0};
+	std::atomic<bool> stop{false};
+	std::string rwhy;
+	for (uint32_t i = 0; i < kSlots; i++)
+		recv_slot(e, p.b, i);
+	std::thread poller([&] {
+		uint32_t next = 0;
+		while (next < kTotal && !stop.load()) {
+			struct ibv_wc wc[8];
+			const int n = ibv_poll_cq(p.b.rcq, 8, wc);
+			if (n < 0) {
+				rwhy = strf("poll_cq: %d", n);
+				return;
+			}
+			for (int k = 0; k < n; k++, next++) {
+				rwhy = check_recv(e, wc[k], next);
+				if (!rwhy.empty())
+					return;
+				if (next + kSlots < kTotal && recv_slot(e, p.b, next + kSlots)) {
+					rwhy = strf("repost %u", next + kSlots);
+					return;
+				}
+				polled.store(next + 1);
+			}
+		}
+	});
+	std::string why;
+	uint32_t sent = 0, done = 0, resizes = 0;
+	const auto t0 = Clock::now();
+	while (done < kTotal && why.empty()) {
+		if (seconds_since(t0) > 60) {
+			why = strf("timeout: sent %u done %u polled %u", sent, done, polled.load());
+			break;
+		}
+		/* only messages whose receive is posted, and send slots that are free */
+		while (sent < kTotal && sent < polled.load() + kSlots && sent - done < kSlots - 4) {
+			if (send_msg(e, p.a, sent)) {
+				why = strf("post_send %u", sent);
+				break;
+			}
+			sent++;
+		}
+		struct ibv_wc wc[8];
+		const int n = ibv_poll_cq(p.a.scq, 8, wc);
+		for (int k = 0; k < n && why.empty(); k++, done++)
+			if (wc[k].status != IBV_WC_SUCCESS || wc[k].wr_id != done)
+				why = strf("send %u: %s", done, wc_text(wc[k]).c_str());
+		if (n > 0 && done / kEvery > resizes && why.empty()) {
+			const int sz = sizes[resizes % (sizeof(sizes) / sizeof(sizes[0]))];
+			const int rc = ibv_resize_cq(p.b.rcq, sz);
+			if (rc || p.b.rcq->cqe < sz)
+				why = strf("resize %u to %d: %s", resizes, sz, errno_text(rc).c_str());
+			resizes++;
+		}
+	}
+	if (!why.empty())
+		stop = true;
+	poller.join();
+	if (why.empty() && !rwhy.empty())
+		why = rwhy;
+	if (why.empty() && polled.load() != kTotal)
+		why = strf("received %u of %u", polled.load(), kTotal);
+	std::printf("  %u messages, %u resizes while polled, %.1f s\n", polled.load(), resizes,
+		    seconds_since(t0));
+	std::string dwhy;
+	const bool destroyed = destroy_pair(p, &dwhy);
+	check(name, why.empty() && destroyed && resizes >= kTotal / kEvery - 1, why + dwhy);
+}
+
+/* RDMA WRITE len bytes from send slot 0 to (addr, rkey); the completion's status. */
+int write_to(Env &e, Side &s, void *addr, uint32_t rkey, uint32_t msg, uint32_t len)
+{
+	fill(e.buf, msg, len);
+	struct ibv_sge sge = {reinterpret_cast<uintptr_t>(e.buf), len, e.mr->lkey};
+	struct ibv_send_wr wr = {}, *bad = nullptr;
+	wr.wr_id = msg;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(addr);
+	wr.wr.rdma.rkey = rkey;
+	if (ibv_post_send(s.qp, &wr, &bad))
+		return -1;
+	struct ibv_wc wc;
+	return wait_wc(s.scq, &wc) ? wc.status : -2;
+}
+
+/*
+ * One write through a fresh pair (a failed write leaves its QP in ERR):
+ * want the status, and with success the bytes at addr.
+ */
+void write_check(Env &e, const std::string &name, void *addr, uint32_t rkey, uint32_t msg,
+		 int want)
+{
+	Pair p;
+	if (!make_pair(e, p, IBV_QPT_RC))
+		return setup_failed(name.c_str(), p);
+	const int st = write_to(e, p.a, addr, rkey, msg, 4096);
+	std::string why;
+	if (st != want)
+		why = strf("status %d (%s), want %s", st,
+			   st >= 0 ? ibv_wc_status_str(static_cast<enum ibv_wc_status>(st)) : "-",
+			   ibv_wc_status_str(static_cast<enum ibv_wc_status>(want)));
+	else if (want == IBV_WC_SUCCESS && first_bad(addr, msg, 4096) >= 0)
+		why = "bytes differ";
+	destroy_pair(p, &why);
+	check(name, why.empty(), why);
+}
+
+void rereg_mr(Env &e)
+{
+	constexpr size_t kLen = 64 << 10;
+	constexpr int kRemote = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				IBV_ACCESS_REMOTE_READ;
+	Mapping x(kLen), y(kLen);
+	struct ibv_pd *pd2 = ibv_alloc_pd(e.ctx);
+	struct ibv_mr *mr = x && y && pd2 ? ibv_reg_mr(e.pd, x.p(), kLen, kRemote) : nullptr;
+	check("rereg_setup", mr != nullptr, errno_text(errno));
+	if (!mr) {
+		if (pd2)
+			ibv_dealloc_pd(pd2);
+		return;
+	}
+	write_check(e, "rereg_before", x.p(), mr->rkey, 1, IBV_WC_SUCCESS);
+
+	/* translation: the region moves to y, same keys; x keeps its bytes */
+	const uint32_t old_lkey = mr->lkey, old_rkey = mr->rkey;
+	int rc = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, y.p(), kLen, 0);
+	check("rereg_translation", rc == 0 && mr->addr == y.p() && mr->rkey == old_rkey &&
+		      mr->lkey == old_lkey,
+	      strf("rc %d errno %s", rc, errno_text(errno).c_str()));
+	write_check(e, "rereg_translation_write_lands_in_new_range", y.p(), old_rkey, 2,
+		    IBV_WC_SUCCESS);
+	check("rereg_translation_old_range_untouched", first_bad(x.p(), 1, 4096) < 0);
+	write_check(e, "rereg_old_range_refused", x.p(), old_rkey, 3, IBV_WC_REM_ACCESS_ERR);
+
+	/* access: without remote write, writes are refused */
+	rc = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
+			  IBV_ACCESS_LOCAL_WRITE);
+	check("rereg_access", rc == 0, strf("rc %d", rc));
+	write_check(e, "rereg_access_write_refused", y.p(), mr->rkey, 4, IBV_WC_REM_ACCESS_ERR);
+
+	/* PD: in another PD the QPs of this one cannot use it; back, they can */
+	rc = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS, pd2,
+			  nullptr, 0, kRemote);
+	check("rereg_pd", rc == 0 && mr->pd == pd2, strf("rc %d", rc));
+	write_check(e, "rereg_pd_other_pd_refused", y.p(), mr->rkey, 5, IBV_WC_REM_ACCESS_ERR);
+	rc = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, e.pd, nullptr, 0, 0);
+	check("rereg_pd_back", rc == 0 && mr->pd == e.pd, strf("rc %d", rc));
+	write_check(e, "rereg_pd_back_write", y.p(), mr->rkey, 6, IBV_WC_SUCCESS);
+
+	/* a rereg that fails (range not mapped) leaves the region as it was */
+	Mapping gone(kLen);
+	void *hole = gone.p();
+	gone = Mapping();	/* unmapped */
+	const uint32_t keep_rkey = mr->rkey;
+	rc = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, hole, kLen, 0);
+	check("rereg_unmapped_range_fails", rc == IBV_REREG_MR_ERR_CMD && mr->rkey == keep_rkey,
+	      strf("rc %d", rc));
+	write_check(e, "rereg_failed_region_still_works", y.p(), mr->rkey, 7, IBV_WC_SUCCESS);
+
+	/* the lkey side: a SEND from a region moved by rereg */
+	Mapping s1(4096), s2(4096);
+	struct ibv_mr *smr = ibv_reg_mr(e.pd, s1.p(), 4096, IBV_ACCESS_LOCAL_WRITE);
+	rc = smr ? ibv_rereg_mr(smr, IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, s2.p(), 4096, 0)
+		 : -100;
+	Pair p;
+	std::string why = rc ? strf("rereg rc %d", rc) : "";
+	if (why.empty() && !make_pair(e, p, IBV_QPT_RC))
+		why = "pair";
+	if (why.empty()) {
+		fill(s2.p(), 8, kMsg);
+		struct ibv_sge sge = {reinterpret_cast<uintptr_t>(s2.p()), kMsg, smr->lkey};
+		struct ibv_send_wr wr = {}, *bad = nullptr;
+		wr.wr_id = 8;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_SEND;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		struct ibv_wc wc;
+		if (recv_slot(e, p.b, 8) || ibv_post_send(p.a.qp, &wr, &bad))
+			why = "post";
+		else if (!wait_wc(p.b.rcq, &wc))
+			why = "no receive completion";
+		else
+			why = check_recv(e, wc, 8);
+	}
+	destroy_pair(p, &why);
+	check("rereg_lkey_send_from_new_range", why.empty(), why);
+	if (smr)
+		ibv_dereg_mr(smr);
+
+	check("rereg_teardown", ibv_dereg_mr(mr) == 0 && ibv_dealloc_pd(pd2) == 0);
+}
+
+/*
+ * A QP moved to RESET takes its unpolled completions out of its CQs (the
+ * provider cleans them, as hardware providers do); another QP's stay. Back
+ * in RTS the QP reports only new completions.
+ */
+void reset_cleans_cq(Env &e)
+{
+	const char *name = "qp_reset_drops_its_unpolled_completions";
+	Pair p;
+	Side other;
+	if (!make_pair(e, p, IBV_QPT_RC))
+		return setup_failed(name, p);
+	std::string why;
+	sroce_tool::QpCaps caps;
+	caps.send_wr = caps.recv_wr = kSlots;
+	caps.send_sge = caps.recv_sge = 4;
+	struct ibv_qp_init_attr ia = sroce_tool::qp_init_attr(p.b.scq, p.b.rcq, caps);
+	other.qp = ibv_create_qp(e.pd, &ia);
+	struct ibv_qp_attr to_err = {};
+	to_err.qp_state = IBV_QPS_ERR;
+	if (!other.qp || sroce_tool::qp_to_init(other.qp, loopback_path(e, IBV_QPT_RC, 0)) ||
+	    recv_slot(e, other, 50) || ibv_modify_qp(other.qp, &to_err, IBV_QP_STATE))
+		why = "other QP: " + errno_text(errno);
+	for (uint32_t i = 0; i < 3 && why.empty(); i++)
+		if (recv_slot(e, p.b, 60 + i))
+			why = "post_recv";
+	if (why.empty() && ibv_modify_qp(p.b.qp, &to_err, IBV_QP_STATE))
+		why = "b to ERR";
+	if (why.empty() && !wait_unpolled(p.b.rcq, 4))
+		why = strf("flushes: %u of 4", unpolled(p.b.rcq));
+	struct ibv_qp_attr to_reset = {};
+	to_reset.qp_state = IBV_QPS_RESET;
+	if (why.empty() && ibv_modify_qp(p.b.qp, &to_reset, IBV_QP_STATE))
+		why = "b to RESET";
+	struct ibv_wc wc;
+	if (why.empty() && unpolled(p.b.rcq) != 1)
+		why = strf("%u completions left, want 1 (the other QP's)", unpolled(p.b.rcq));
+	else if (why.empty() && !(wait_wc(p.b.rcq, &wc) && wc.wr_id == 50 &&
+				  wc.qp_num == other.qp->qp_num &&
+				  wc.status == IBV_WC_WR_FLUSH_ERR))
+		why = "the other QP's completion: " + wc_text(wc);
+	/* up again: a message, and only its completion */
+	if (why.empty() && !rc_connect(e, p.b, p.a.qp->qp_num))
+		why = "b back to RTS";
+	if (why.empty() && (recv_slot(e, p.b, 70) || send_msg(e, p.a, 70)))
+		why = "post after RESET";
+	if (why.empty() && !(wait_wc(p.b.rcq, &wc) && check_recv(e, wc, 70).empty()))
+		why = "message after RESET: " + wc_text(wc);
+	if (why.empty() && unpolled(p.b.rcq))
+		why = strf("%u extra completions", unpolled(p.b.rcq));
+	destroy_side(other, &why);
+	destroy_pair(p, &why);
+	check(name, why.empty(), why);
+}
+
+struct AllocLog {
+	std::atomic<int> allocs{0};
+	std::atomic<int> frees{0};
+};
+
+void *pd_alloc(struct ibv_pd *, void *ctx, size_t, size_t, uint64_t)
+{
+	static_cast<AllocLog *>(ctx)->allocs++;
+	return IBV_ALLOCATOR_USE_DEFAULT;
+}
+
+void pd_free(struct ibv_pd *, void *ctx, void *, uint64_t)
+{
+	static_cast<AllocLog *>(ctx)->frees++;
+}
+
+struct ibv_cq *cq_on(struct ibv_context *ctx, struct ibv_pd *parent)
+{
+	struct ibv_cq_init_attr_ex a = {};
+	a.cqe = 64;
+	a.wc_flags = IBV_WC_STANDARD_FLAGS;
+	a.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD;
+	a.parent_domain = parent;
+	struct ibv_cq_ex *cq = ibv_create_cq_ex(ctx, &a);
+	return cq ? ibv_cq_ex_to_cq(cq) : nullptr;
+}
+
+void parent_domain(Env &e)
+{
+	const char *name = "parent_domain_traffic";
+	AllocLog log;
+	struct ibv_parent_domain_init_attr pa = {};
+	pa.pd = e.pd;
+	pa.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
+		       IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
+	pa.alloc = pd_alloc;
+	pa.free = pd_free;
+	pa.pd_context = &log;
+	struct ibv_pd *par = ibv_alloc_parent_domain(e.ctx, &pa);
+	check("parent_domain_alloc", par != nullptr, errno_text(errno));
+	if (!par)
+		return;
+
+	struct ibv_parent_domain_init_attr bad = pa;
+	bad.pd = par;
+	errno = 0;
+	struct ibv_pd *x = ibv_alloc_parent_domain(e.ctx, &bad);
+	check("parent_domain_on_parent_refused", !x && errno == EINVAL, errno_text(errno));
+	if (x)
+		ibv_dealloc_pd(x);
+	check("parent_domain_keeps_pd", ibv_dealloc_pd(e.pd) == EBUSY);
+	errno = 0;
+	struct ibv_cq *nocq = cq_on(e.ctx, e.pd);
+	check("cq_on_plain_pd_as_parent_refused", !nocq && errno == EINVAL, errno_text(errno));
+	if (nocq)
+		ibv_destroy_cq(nocq);
+
+	/* QPs, an SRQ, CQs and an MR on the parent domain; SEND and WRITE */
+	Mapping m(kBufSize / 2);
+	struct ibv_mr *mr = m ? ibv_reg_mr(par, m.p(), m.len(), IBV_ACCESS_LOCAL_WRITE |
+					   IBV_ACCESS_REMOTE_WRITE) : nullptr;
+	struct ibv_srq_init_attr sa = {};
+	sa.attr.max_wr = kSlots;
+	sa.attr.max_sge = 1;
+	struct ibv_srq *srq = ibv_create_srq(par, &sa);
+	Side a, b;
+	a.scq = cq_on(e.ctx, par);
+	a.rcq = cq_on(e.ctx, par);
+	b.scq = cq_on(e.ctx, par);
+	b.rcq = cq_on(e.ctx, par);
+	std::string why;
+	if (!mr || !srq || !a.scq || !a.rcq || !b.scq || !b.rcq)
+		why = "setup: " + errno_text(errno);
+	sroce_tool::QpCaps caps;
+	caps.send_wr = caps.recv_wr = kSlots;
+	caps.send_sge = caps.recv_sge = 1;
+	if (why.empty()) {
+		struct ibv_qp_init_attr ia = sroce_tool::qp_init_attr(a.scq, a.rcq, caps);
+		a.qp = ibv_create_qp(par, &ia);
+		caps.srq = srq;
+		ia = sroce_tool::qp_init_attr(b.scq, b.rcq, caps);
+		b.qp = ibv_create_qp(par, &ia);
+		if (!a.qp || !b.qp || !rc_connect(e, a, b.qp->qp_num) ||
+		    !rc_connect(e, b, a.qp->qp_num))
+			why = "qps: " + errno_text(errno);
+	}
+	for (uint32_t i = 0; i < 4 && why.empty(); i++) {
+		/* SEND into the SRQ's buffer (parent domain MR) */
+		uint8_t *rbuf = m.p(i * 4096);
+		struct ibv_sge rs = {reinterpret_cast<uintptr_t>(rbuf), 4096, mr->lkey};
+		struct ibv_recv_wr rw = {}, *rbad = nullptr;
+		rw.wr_id = 100 + i;
+		rw.sg_list = &rs;
+		rw.num_sge = 1;
+		struct ibv_wc wc;
+		if (ibv_post_srq_recv(srq, &rw, &rbad) || send_msg(e, a, i)) {
+			why = "post";
+			break;
+		}
+		if (!wait_wc(b.rcq, &wc) || wc.status != IBV_WC_SUCCESS || wc.wr_id != 100 + i ||
+		    first_bad(rbuf, i, kMsg) >= 0) {
+			why = strf("send %u: %s", i, wc_text(wc).c_str());
+			break;
+		}
+		if (!wait_wc(a.scq, &wc) || wc.status != IBV_WC_SUCCESS) {
+			why = strf("send %u completion: %s", i, wc_text(wc).c_str());
+			break;
+		}
+		/* RDMA WRITE into the parent domain MR by its rkey */
+		uint8_t *dst = m.p(kBufSize / 4 + i * 4096);
+		const int st = write_to(e, a, dst, mr->rkey, 10 + i, 4096);
+		if (st != IBV_WC_SUCCESS || first_bad(dst, 10 + i, 4096) >= 0)
+			why = strf("write %u: status %d", i, st);
+	}
+	std::string dwhy;
+	destroy_side(a, &dwhy);
+	destroy_side(b, &dwhy);
+	if (srq && ibv_destroy_srq(srq))
+		dwhy += " destroy_srq";
+	if (mr && ibv_dereg_mr(mr))
+		dwhy += " dereg_mr";
+	check(name, why.empty() && dwhy.empty(), why + dwhy);
+	check("parent_domain_dealloc", ibv_dealloc_pd(par) == 0);
+	std::printf("  parent domain allocator calls: %d alloc, %d free\n", log.allocs.load(),
+		    log.frees.load());
+}
+
+} // namespace breadth
+
+/* breadth, or only its case called only */
+void breadth_cases(wqs::Env &e, const char *only)
+{
+	using wqs::Env;
+	const std::vector<std::pair<const char *, void (*)(Env &)>> cases = {
+		{"resize_cq", breadth::resize_cq},
+		{"resize_cq_poller", breadth::resize_cq_poller},
+		{"rereg_mr", breadth::rereg_mr},
+		{"parent_domain", breadth::parent_domain},
+		{"reset_cleans_cq", breadth::reset_cleans_cq},
+	};
+	for (const auto &[cname, fn] : cases)
+		if (!only || std::strcmp(only, cname) == 0)
+			fn(e);
+}
+
 /*
  * qp-hog N: create up to N RC QPs with 16384-entry send queues (several MiB
  * of rings and WQE copies each) and report how many the kernel allowed; run
@@ -1496,8 +2039,9 @@ int main(int argc, char **argv)
 	if (argc < 2 || argc > 4 ||
 	    (argc == 4 && std::strcmp(argv[2], "wq-scribble") != 0 &&
 	     std::strcmp(argv[2], "qp-hog") != 0 &&
-	     std::strcmp(argv[2], "harden") != 0)) {
-		std::fprintf(stderr, "usage: %s DEVICE [all|leak|scribble|harden [CASE]|wq-scribble [GID_INDEX]|qp-hog [N]]\n",
+	     std::strcmp(argv[2], "harden") != 0 &&
+	     std::strcmp(argv[2], "breadth") != 0)) {
+		std::fprintf(stderr, "usage: %s DEVICE [all|leak|scribble|harden [CASE]|breadth [CASE]|wq-scribble [GID_INDEX]|qp-hog [N]]\n",
 			     argv[0]);
 		return 2;
 	}
@@ -1522,6 +2066,10 @@ int main(int argc, char **argv)
 	if (mode == "harden")
 		return run_env(ctx, nullptr, "harden", "harden", [&](wqs::Env &e) {
 			harden(e, argc == 4 ? argv[3] : nullptr);
+		});
+	if (mode == "breadth")
+		return run_env(ctx, nullptr, "breadth", "breadth", [&](wqs::Env &e) {
+			breadth_cases(e, argc == 4 ? argv[3] : nullptr);
 		});
 	if (mode == "qp-hog")
 		return mode_qp_hog(ctx, argc == 4 ? std::atoi(argv[3]) : 32);
