@@ -6,13 +6,14 @@
  * on it. User space posts into it without system calls; responders of any of
  * those QPs take WQEs under srq->lock. The limit event (IB_EVENT_SRQ_LIMIT_REACHED)
  * fires once when, after a WQE was taken, fewer than srq_limit WQEs are left;
- * modify_srq with IB_SRQ_LIMIT arms it again. Resizing (IB_SRQ_MAX_WR) is
- * not supported: EOPNOTSUPP. Kernel SRQs have the same ring in kernel
- * memory, written by post_srq_recv.
+ * modify_srq with IB_SRQ_LIMIT arms it again. Resizing (IB_SRQ_MAX_WR)
+ * moves the SRQ to a new ring with the posted WQEs. Kernel SRQs have the
+ * same ring in kernel memory, written by post_srq_recv.
  */
 
 #include <linux/log2.h>
 #include <linux/slab.h>
+#include <linux/uaccess.h>
 #include <rdma/uverbs_ioctl.h>
 
 #include "sroce.h"
@@ -82,21 +83,115 @@ err_count:
 	return err;
 }
 
+/*
+ * Move the WQEs posted and not yet taken to @nwq, at the same counts, and
+ * make @nwq's ring the SRQ's; @nwq gets the old ring (to be freed). Both
+ * locks held. Return 0, -EINVAL if they do not fit, -EIO for a broken ring.
+ */
+static int sroce_srq_move(struct sroce_srq *srq, struct sroce_wq *nwq)
+{
+	struct sroce_wq *wq = &srq->wq;
+	bool broken = false;
+	u32 prod, i;
+
+	prod = sroce_wq_ring_prod(wq, wq->cons, &broken);
+	if (broken)
+		return -EIO;
+	if (prod - wq->cons > nwq->entries)
+		return -EINVAL;
+	for (i = wq->cons; i != prod; i++)
+		memcpy(sroce_wq_slot(nwq, i), sroce_wq_slot(wq, i), wq->wqe_size);
+	nwq->hdr->consumer = wq->cons;
+	/* The slots before the index, as user space publishes them. */
+	smp_store_release(&nwq->hdr->producer, prod);
+
+	swap(wq->hdr, nwq->hdr);
+	swap(wq->slots, nwq->slots);
+	swap(wq->entries, nwq->entries);
+	swap(wq->mentry, nwq->mentry);
+	swap(wq->kbuf, nwq->kbuf);
+	wq->prod = prod;
+	return 0;
+}
+
+static int sroce_srq_resize(struct sroce_srq *srq, u32 max_wr,
+			    struct ib_udata *udata, u64 resp_addr)
+{
+	struct sroce_create_srq_resp resp = {};
+	struct ib_ucontext *ibuc = NULL;
+	struct sroce_wq nwq = {};
+	unsigned long flags;
+	int err;
+
+	if (!max_wr || max_wr > SROCE_MAX_SRQ_WR)
+		return -EINVAL;
+	if (udata) {
+		if (!resp_addr)
+			return -EINVAL;
+		ibuc = &rdma_udata_to_drv_context(udata, struct sroce_ucontext,
+						  ibuc)->ibuc;
+	}
+	err = sroce_wq_alloc(ibuc, &nwq, roundup_pow_of_two(max_wr),
+			     srq->wq.wqe_size);
+	if (err)
+		return err;
+	if (udata) {
+		resp.mmap_offset = sroce_mmap_offset(nwq.mentry);
+		resp.mmap_size = nwq.mentry->size;
+		resp.entries = nwq.entries;
+		resp.wqe_size = nwq.wqe_size;
+		/* Before the switch: a failed copy leaves the SRQ as it was. */
+		if (copy_to_user(u64_to_user_ptr(resp_addr), &resp,
+				 sizeof(resp))) {
+			err = -EFAULT;
+			goto out;
+		}
+	}
+
+	spin_lock_irqsave(&srq->wq.post_lock, flags);
+	spin_lock(&srq->lock);
+	err = sroce_srq_move(srq, &nwq);
+	spin_unlock(&srq->lock);
+	spin_unlock_irqrestore(&srq->wq.post_lock, flags);
+out:
+	sroce_wq_free(&nwq);	/* the new ring on failure, the old one on success */
+	return err;
+}
+
 int sroce_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 		     enum ib_srq_attr_mask mask, struct ib_udata *udata)
 {
 	struct sroce_srq *srq = to_ssrq(ibsrq);
+	struct sroce_modify_srq_cmd cmd = {};
+	u32 entries = srq->wq.entries;
+	int err;
 
-	if (udata && udata->inlen &&
-	    !ib_is_udata_cleared(udata, 0, udata->inlen))
-		return -EOPNOTSUPP;
+	if (udata && udata->inlen) {
+		if (udata->inlen > sizeof(cmd) &&
+		    !ib_is_udata_cleared(udata, sizeof(cmd),
+					 udata->inlen - sizeof(cmd)))
+			return -EOPNOTSUPP;
+		err = ib_copy_from_udata(&cmd, udata,
+					 min(udata->inlen, sizeof(cmd)));
+		if (err)
+			return err;
+	}
 	if (mask & ~(IB_SRQ_MAX_WR | IB_SRQ_LIMIT))
 		return -EINVAL;
-	if (mask & IB_SRQ_MAX_WR)
-		return -EOPNOTSUPP;
-	if (mask & IB_SRQ_LIMIT) {
-		if (attr->srq_limit > srq->wq.entries)
+	if (mask & IB_SRQ_MAX_WR) {
+		if (!attr->max_wr || attr->max_wr > SROCE_MAX_SRQ_WR)
 			return -EINVAL;
+		entries = roundup_pow_of_two(attr->max_wr);
+	}
+	/* Both or neither: the limit is checked against the new size first. */
+	if ((mask & IB_SRQ_LIMIT) && attr->srq_limit > entries)
+		return -EINVAL;
+	if (mask & IB_SRQ_MAX_WR) {
+		err = sroce_srq_resize(srq, attr->max_wr, udata, cmd.resp);
+		if (err)
+			return err;
+	}
+	if (mask & IB_SRQ_LIMIT) {
 		spin_lock_bh(&srq->lock);
 		srq->limit = attr->srq_limit;
 		spin_unlock_bh(&srq->lock);

@@ -115,7 +115,8 @@ BREADTH_CHECKS = (
     "rereg_pd_back_write", "rereg_unmapped_range_fails", "rereg_failed_region_still_works",
     "rereg_lkey_send_from_new_range", "parent_domain_alloc", "parent_domain_on_parent_refused",
     "parent_domain_keeps_pd", "cq_on_plain_pd_as_parent_refused", "parent_domain_traffic",
-    "parent_domain_dealloc", "qp_reset_drops_its_unpolled_completions", "breadth_teardown")
+    "parent_domain_dealloc", "qp_reset_drops_its_unpolled_completions",
+    "srq_resize_below_posted_refused", "srq_resize_keeps_posted_wqes", "breadth_teardown")
 
 
 def test_verbs_breadth(g0):

@@ -5,9 +5,13 @@
  * publishes WQEs without entering the kernel. Arming the limit (srq_limit)
  * is a modify_srq command; the kernel raises IBV_EVENT_SRQ_LIMIT_REACHED.
  *
- * Not implemented: resizing (modify_srq with IBV_SRQ_MAX_WR: EOPNOTSUPP),
- * create_srq_ex for XRC and tag-matching SRQs (libibverbs answers
- * EOPNOTSUPP; basic SRQs asked for through ibv_create_srq_ex come here).
+ * Resizing (modify_srq with IBV_SRQ_MAX_WR) happens under the SRQ's lock:
+ * the kernel moves the posted WQEs to a new ring and writes its layout to
+ * the address passed in the command, and the new ring replaces the mapping.
+ *
+ * Not implemented: create_srq_ex for XRC and tag-matching SRQs (libibverbs
+ * answers EOPNOTSUPP; basic SRQs asked for through ibv_create_srq_ex come
+ * here).
  */
 #include <cerrno>
 #include <cstdlib>
@@ -24,6 +28,11 @@ using create_srq_resp =
 static_assert(abi::driver_data_is_adjacent<abi::resp_create_srq_core,
 					   sroce_create_srq_resp>());
 static_assert(sizeof(sroce_create_srq_resp) == 32);
+
+using modify_srq_cmd =
+	abi::with_driver_data<abi::cmd_modify_srq, sroce_modify_srq_cmd>;
+static_assert(abi::driver_data_is_adjacent<abi::cmd_modify_srq,
+					   sroce_modify_srq_cmd>());
 
 } // namespace
 
@@ -98,14 +107,52 @@ fail:
 	return nullptr;
 }
 
+/*
+ * If the new ring cannot be mapped, the kernel already posts into it: the
+ * SRQ is left without a ring (every post fails with ENOMEM) rather than
+ * lose WQEs silently.
+ */
 int sroce_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 		     int attr_mask)
 {
-	if (attr_mask & IBV_SRQ_MAX_WR)
-		return EOPNOTSUPP;
+	sroce::srq *srq = sroce::get_srq(ibsrq);
+	sroce::modify_srq_cmd cmd{};
+	sroce_create_srq_resp out{};
 
-	sroce::abi::cmd_modify_srq cmd{};
-	return ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd, sizeof(cmd));
+	if (!(attr_mask & IBV_SRQ_MAX_WR))
+		return ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd.core,
+					  sizeof(cmd.core));
+
+	cmd.drv.resp = reinterpret_cast<uintptr_t>(&out);
+	pthread_spin_lock(&srq->lock);
+	int err = ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd.core, sizeof(cmd));
+	if (!err) {
+		void *map = MAP_FAILED;
+		if (out.entries && out.mmap_size <= sroce::wq::kMaxMapSize &&
+		    sroce::wq::geometry_ok(out.mmap_size, out.entries, out.wqe_size,
+					   sroce::wq::kRecvHdr) &&
+		    srq->max_sge <= sroce::wq::recv_slot_sges(out.wqe_size))
+			map = mmap(nullptr, out.mmap_size, PROT_READ | PROT_WRITE,
+				   MAP_SHARED, ibsrq->context->cmd_fd,
+				   static_cast<off_t>(out.mmap_offset));
+		else
+			errno = EPROTO;
+		if (map == MAP_FAILED) {
+			err = errno;
+			sroce_log(verbs_get_ctx(ibsrq->context), SROCE_VERBS_LOG_ERR,
+				  "modify_srq: cannot map the new ring (%d); the SRQ is lost",
+				  err);
+			sroce::wq::attach(srq->rq, nullptr, 0, 0, 0);
+		} else {
+			sroce::wq::attach(srq->rq, map, out.entries, out.wqe_size,
+					  out.entries);
+		}
+		munmap(srq->map, srq->map_size);
+		srq->map = map == MAP_FAILED ? nullptr : map;
+		srq->map_size = map == MAP_FAILED ? 0 : out.mmap_size;
+	}
+	pthread_spin_unlock(&srq->lock);
+	return err;
 }
 
 int sroce_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)

@@ -30,9 +30,10 @@
  *             IPv4 RoCE v2 GID, every byte checked: resize_cq with unpolled
  *             completions and while another thread polls, rereg_mr
  *             (translation, access, PD, a failing rereg), parent domains,
- *             a QP's completions dropped when it goes back to RESET.
+ *             a QP's completions dropped when it goes back to RESET, SRQ
+ *             resize with WQEs posted.
  *             CASE runs one: resize_cq, resize_cq_poller, rereg_mr,
- *             parent_domain, reset_cleans_cq.
+ *             parent_domain, reset_cleans_cq, srq_resize.
  *   qp-hog [N] create up to N QPs with 16 Ki-entry rings; prints how many the
  *             kernel allowed (run in a memory cgroup).
  *
@@ -1851,6 +1852,70 @@ void reset_cleans_cq(Env &e)
 	check(name, why.empty(), why);
 }
 
+/*
+ * An SRQ grows with WQEs posted (they move along), takes more than its old
+ * size, refuses to shrink below what is posted, shrinks when drained; every
+ * message lands in its WQE's buffer, in order.
+ */
+void srq_resize(Env &e)
+{
+	const char *name = "srq_resize_keeps_posted_wqes";
+	constexpr uint32_t kFirst = 12, kMore = 40;
+	Pair p;
+	if (!make_pair(e, p, IBV_QPT_RC, true))
+		return setup_failed(name, p);
+	std::string why;
+	uint32_t posted = 0, got = 0;
+	auto post = [&](uint32_t n) {
+		for (uint32_t i = 0; i < n && why.empty(); i++, posted++)
+			if (post_recv(e, p.b, p.srq, posted, kRecvOff + (posted % 64) * 4096))
+				why = strf("post_srq_recv %u", posted);
+	};
+	/* send and check messages [got, upto) */
+	auto run = [&](uint32_t upto) {
+		for (; got < upto && why.empty(); got++) {
+			struct ibv_wc wc;
+			if (send_msg(e, p.a, got))
+				why = strf("send %u", got);
+			else if (!wait_wc(p.a.scq, &wc) || wc.status != IBV_WC_SUCCESS)
+				why = strf("send %u: %s", got, wc_text(wc).c_str());
+			else if (!wait_wc(p.b.rcq, &wc) || wc.status != IBV_WC_SUCCESS ||
+				 wc.wr_id != got)
+				why = strf("recv %u: %s", got, wc_text(wc).c_str());
+			else if (first_bad(e.buf + kRecvOff + (got % 64) * 4096, got, kMsg) >= 0)
+				why = strf("recv %u: bytes differ", got);
+		}
+	};
+	post(kFirst);				/* 12 of 16 */
+	run(4);					/* 8 left posted */
+	struct ibv_srq_attr a = {};
+	a.max_wr = 100;
+	int rc = why.empty() ? ibv_modify_srq(p.srq, &a, IBV_SRQ_MAX_WR) : -1;
+	struct ibv_srq_attr q = {};
+	if (why.empty() && (rc || ibv_query_srq(p.srq, &q) || q.max_wr < 100))
+		why = strf("grow: rc %d max_wr %u", rc, q.max_wr);
+	post(kMore);				/* 48 posted: more than 16 */
+	if (why.empty()) {
+		a.max_wr = 20;
+		rc = ibv_modify_srq(p.srq, &a, IBV_SRQ_MAX_WR);
+		check("srq_resize_below_posted_refused", rc == EINVAL, errno_text(rc));
+	}
+	run(kFirst + kMore);			/* all of them, in order */
+	if (why.empty()) {
+		a.max_wr = 20;
+		a.srq_limit = 4;
+		rc = ibv_modify_srq(p.srq, &a, IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT);
+		if (rc || ibv_query_srq(p.srq, &q) || q.max_wr < 20 || q.max_wr >= 64 ||
+		    q.srq_limit != 4)
+			why = strf("shrink: rc %d max_wr %u limit %u", rc, q.max_wr, q.srq_limit);
+	}
+	post(20);
+	run(kFirst + kMore + 20);
+	std::string dwhy;
+	const bool destroyed = destroy_pair(p, &dwhy);
+	check(name, why.empty() && destroyed, why + dwhy);
+}
+
 struct AllocLog {
 	std::atomic<int> allocs{0};
 	std::atomic<int> frees{0};
@@ -1990,6 +2055,7 @@ void breadth_cases(wqs::Env &e, const char *only)
 		{"rereg_mr", breadth::rereg_mr},
 		{"parent_domain", breadth::parent_domain},
 		{"reset_cleans_cq", breadth::reset_cleans_cq},
+		{"srq_resize", breadth::srq_resize},
 	};
 	for (const auto &[cname, fn] : cases)
 		if (!only || std::strcmp(only, cname) == 0)

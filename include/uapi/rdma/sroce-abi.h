@@ -253,6 +253,18 @@ struct sroce_create_srq_resp {
 	__u32 reserved;
 };
 
+/*
+ * Driver data of modify_srq (after struct ib_uverbs_modify_srq). With
+ * IB_SRQ_MAX_WR the SRQ moves to a new ring, and since the command has no
+ * response, the kernel writes the new ring's struct sroce_create_srq_resp
+ * (srqn 0) to the user address resp. The WQEs posted and not yet taken
+ * move along, at the same producer and consumer counts; the old mapping is
+ * not read any more. Without IB_SRQ_MAX_WR, resp is ignored.
+ */
+struct sroce_modify_srq_cmd {
+	__aligned_u64 resp;
+};
+
 /* Driver data returned by create_ah (after ib_uverbs_create_ah_resp). */
 struct sroce_create_ah_resp {
 	__u32 ah_num;			/* goes into sroce_send_wqe.wr.ud.ah_num */
