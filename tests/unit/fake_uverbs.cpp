@@ -327,11 +327,13 @@ int answer_no_response(const ib_uverbs_cmd_hdr *h, const void *buf, size_t len)
 		return 0;
 	}
 	case IB_USER_VERBS_CMD_MODIFY_SRQ: {
-		if (len != sizeof(*h) + sizeof(ib_uverbs_modify_srq))
+		/* driver data: sroce_modify_srq_cmd, or none */
+		if (len != sizeof(*h) + sizeof(ib_uverbs_modify_srq) &&
+		    len != sizeof(*h) + sizeof(ib_uverbs_modify_srq) + sizeof(sroce_modify_srq_cmd))
 			return EINVAL;
 		const auto r = request<ib_uverbs_modify_srq>(buf, len);
 		Srq *s = lookup(srqs, r.srq_handle);
-		if (!s || (r.attr_mask & 1u))	/* IB_SRQ_MAX_WR: no resizing */
+		if (!s || (r.attr_mask & 1u))	/* IB_SRQ_MAX_WR: the fake does not resize */
 			return EINVAL;
 		if (r.attr_mask & 2u)		/* IB_SRQ_LIMIT */
 			s->limit = r.srq_limit;

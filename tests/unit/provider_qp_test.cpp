@@ -754,15 +754,6 @@ TEST(Srq, PostSrqRecv)
 	std::free(srq);
 }
 
-TEST(Srq, ResizeIsNotSupported)
-{
-	struct ibv_srq srq = {};
-	struct ibv_srq_attr a = {};
-	a.max_wr = 100;
-	EXPECT_EQ(sroce_modify_srq(&srq, &a, IBV_SRQ_MAX_WR), EOPNOTSUPP);
-	EXPECT_EQ(sroce_modify_srq(&srq, &a, IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT), EOPNOTSUPP);
-}
-
 /* ------------------------------------------------------------------------ */
 /* Extended CQ polling over the ring.                                        */
 
