@@ -65,9 +65,9 @@ def test_teardown_under_traffic(rig, how):
         # and IB_EVENT_DEVICE_FATAL is queued, which perftest never reads, so
         # some of them spin until killed, as they would on hardware; their
         # peers may wait forever in perftest's TCP handshake. Whatever ends
-        # by itself (within 15 s of the removal: the peers' retries run out
+        # by itself (within 8 s of the removal: the peers' retries run out
         # in about a second) must not claim success.
-        results, procs = wait_all(procs, timeout=15), []
+        results, procs = wait_all(procs, timeout=8), []
         for r in results:
             if not r.timeout:
                 assert r.rc != 0, r
