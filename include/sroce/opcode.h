@@ -42,8 +42,8 @@ enum sroce_opcode {
 	/* 0x15 reserved (was RESYNC, RD only) */
 	SROCE_OP_RC_SEND_LAST_WITH_INVALIDATE	= 0x16,
 	SROCE_OP_RC_SEND_ONLY_WITH_INVALIDATE	= 0x17,
-	SROCE_OP_RC_FLUSH			= 0x18,	/* IBTA 1.5, unsupported */
-	SROCE_OP_RC_ATOMIC_WRITE		= 0x19,	/* IBTA 1.5, unsupported */
+	SROCE_OP_RC_FLUSH			= 0x1c,	/* IBTA 1.5, unsupported */
+	SROCE_OP_RC_ATOMIC_WRITE		= 0x1d,	/* IBTA 1.5, unsupported */
 
 	/* Unreliable Connection (0x20-0x3f) */
 	SROCE_OP_UC_SEND_FIRST			= 0x20,

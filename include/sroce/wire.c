@@ -140,8 +140,8 @@ const char *const sroce_hdr_name[SROCE_HDR_NR] = {
 	   su | RQ | PL | AK | CP | IV, BTH | x | H(IETH)),				\
 	OP(b + 0x17, #T "_SEND_ONLY_WITH_INVALIDATE", tr, SEND, ONLY,			\
 	   su | RQ | PL | AK | CP | IV, BTH | x | H(IETH)),				\
-	OP(b + 0x18, #T "_FLUSH", tr, FLUSH, ONLY, K | RQ | AK, BTH | x | H(FETH) | H(RETH)), \
-	OP(b + 0x19, #T "_ATOMIC_WRITE", tr, ATOMIC_WRITE, ONLY, K | RQ | PL | AK,	\
+	OP(b + 0x1c, #T "_FLUSH", tr, FLUSH, ONLY, K | RQ | AK, BTH | x | H(FETH) | H(RETH)), \
+	OP(b + 0x1d, #T "_ATOMIC_WRITE", tr, ATOMIC_WRITE, ONLY, K | RQ | PL | AK,	\
 	   BTH | x | H(RETH))
 
 /* Reliable Datagram: every request carries RDETH + DETH (known, unsupported). */
@@ -231,8 +231,8 @@ static const uint8_t opcode_low5[SROCE_KIND_CNP + 1][SROCE_POS_ONLY + 1][8] = {
 	[SROCE_KIND_ATOMIC_ACK]	  = { [SROCE_POS_ONLY] = { [0] = 0x12 + 1 } },
 	[SROCE_KIND_ATOMIC]	  = { [SROCE_POS_ONLY] = { [0] = 0x13 + 1, [V_FA] = 0x14 + 1 } },
 	[SROCE_KIND_RESYNC]	  = { [SROCE_POS_ONLY] = { [0] = 0x15 + 1 } },
-	[SROCE_KIND_FLUSH]	  = { [SROCE_POS_ONLY] = { [0] = 0x18 + 1 } },
-	[SROCE_KIND_ATOMIC_WRITE] = { [SROCE_POS_ONLY] = { [0] = 0x19 + 1 } },
+	[SROCE_KIND_FLUSH]	  = { [SROCE_POS_ONLY] = { [0] = 0x1c + 1 } },
+	[SROCE_KIND_ATOMIC_WRITE] = { [SROCE_POS_ONLY] = { [0] = 0x1d + 1 } },
 	[SROCE_KIND_CNP]	  = { [SROCE_POS_ONLY] = { [0] = 0x01 + 1 } },
 };
 

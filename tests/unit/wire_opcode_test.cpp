@@ -128,11 +128,11 @@ TEST(WireOpcode, SupportedSet)
 	want.push_back(0x81);
 	EXPECT_EQ(wiretest::supported_opcodes(), want);
 	// known but unsupported: RD, XRC, FLUSH, ATOMIC WRITE
-	for (uint8_t op : {0x18, 0x19, 0x40, 0x55, 0xa0, 0xb4, 0xb7})
+	for (uint8_t op : {0x1c, 0x1d, 0x40, 0x55, 0xa0, 0xb4, 0xb7, 0xbc, 0xbd})
 		EXPECT_EQ(sroce_opcode_lookup(op)->flags & (SROCE_OPF_KNOWN | SROCE_OPF_SUPPORTED),
 			  SROCE_OPF_KNOWN) << (int)op;
 	// reserved
-	for (uint8_t op : {0x15, 0x1a, 0x1f, 0x2c, 0x3f, 0x56, 0x60, 0x63, 0x66, 0x80, 0x82,
+	for (uint8_t op : {0x15, 0x18, 0x19, 0x1a, 0x1b, 0x1e, 0x1f, 0xb8, 0xb9, 0x2c, 0x3f, 0x56, 0x60, 0x63, 0x66, 0x80, 0x82,
 			   0xb5, 0xba, 0xc0, 0xff})
 		EXPECT_FALSE(sroce_opcode_lookup(op)->flags & SROCE_OPF_KNOWN) << (int)op;
 }
@@ -224,7 +224,7 @@ TEST(WireOpcode, PrecomputedOffsets)
 	EXPECT_EQ(rd->hdr_off[SROCE_HDR_RETH], 24);
 	EXPECT_EQ(rd->hdr_off[SROCE_HDR_IMMDT], 40);
 	EXPECT_EQ(rd->hdr_len, 44);
-	const sroce_opcode_info *fl = sroce_opcode_lookup(0xb8);	// XRC FLUSH
+	const sroce_opcode_info *fl = sroce_opcode_lookup(0xbc);	// XRC FLUSH
 	EXPECT_EQ(fl->hdr_off[SROCE_HDR_XRCETH], 12);
 	EXPECT_EQ(fl->hdr_off[SROCE_HDR_FETH], 16);
 	EXPECT_EQ(fl->hdr_off[SROCE_HDR_RETH], 20);
