@@ -63,13 +63,14 @@ static int sroce_query_device(struct ib_device *ibdev,
 	attr->max_qp = SROCE_MAX_QP;
 	attr->max_qp_wr = SROCE_MAX_QP_WR;
 	/*
-	 * RNR NAKs, and for kernel consumers fast registration (alloc_mr,
-	 * map_mr_sg, REG_MR, LOCAL_INV, remote invalidation). No
-	 * IB_DEVICE_LOCAL_DMA_LKEY: kernel PDs get their local_dma_lkey from
-	 * get_dma_mr.
+	 * RNR NAKs, SRQ resize (modify_srq with IB_SRQ_MAX_WR), and for kernel
+	 * consumers fast registration (alloc_mr, map_mr_sg, REG_MR, LOCAL_INV,
+	 * remote invalidation). No IB_DEVICE_LOCAL_DMA_LKEY: kernel PDs get
+	 * their local_dma_lkey from get_dma_mr.
 	 */
 	attr->device_cap_flags = IB_DEVICE_SYS_IMAGE_GUID |
 				 IB_DEVICE_RC_RNR_NAK_GEN |
+				 IB_DEVICE_SRQ_RESIZE |
 				 IB_DEVICE_MEM_MGT_EXTENSIONS;
 	/*
 	 * ib_core clears the attributes before asking for them at

@@ -1886,6 +1886,9 @@ void srq_resize(Env &e)
 				why = strf("recv %u: bytes differ", got);
 		}
 	};
+	struct ibv_device_attr da = {};
+	check("srq_resize_advertised", ibv_query_device(e.ctx, &da) == 0 &&
+		      (da.device_cap_flags & IBV_DEVICE_SRQ_RESIZE));
 	post(kFirst);				/* 12 of 16 */
 	run(4);					/* 8 left posted */
 	struct ibv_srq_attr a = {};
