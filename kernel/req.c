@@ -42,6 +42,9 @@ static enum ib_wc_opcode sroce_wc_opcode(u32 op)
 		return IB_WC_COMP_SWAP;
 	case IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD:
 		return IB_WC_FETCH_ADD;
+	case SROCE_WR_ATOMIC_WRITE:
+		/* user QPs only: the ring value, which ib_core may not know */
+		return (enum ib_wc_opcode)SROCE_WC_ATOMIC_WRITE;
 	default:
 		return IB_WC_SEND;
 	}
@@ -171,6 +174,14 @@ static u8 sroce_swqe_check(struct sroce_qp *qp, struct sroce_swqe *wqe)
 		if (type == IB_QPT_UD)
 			return IB_WC_LOC_QP_OP_ERR;
 		break;
+	case SROCE_WR_ATOMIC_WRITE:
+		/* 8 bytes from the WQE itself, no SGEs (sroce-abi.h) */
+		if (type != IB_QPT_RC || wr->num_sge ||
+		    (wr->send_flags & SROCE_SEND_INLINE))
+			return IB_WC_LOC_QP_OP_ERR;
+		wqe->is_rd = false;
+		wqe->len = 8;
+		return 0;
 	case IB_UVERBS_WR_LOCAL_INV:
 	case SROCE_WR_REG_MR:
 		/* Only kernel consumers own fast-registration regions. */
@@ -352,6 +363,8 @@ static enum sroce_op_kind sroce_wr_kind(u32 op, unsigned int *variant)
 		fallthrough;
 	case IB_UVERBS_WR_ATOMIC_CMP_AND_SWP:
 		return SROCE_KIND_ATOMIC;
+	case SROCE_WR_ATOMIC_WRITE:
+		return SROCE_KIND_ATOMIC_WRITE;
 	case IB_UVERBS_WR_SEND_WITH_IMM:
 		*variant = SROCE_OPF_IMM;
 		return SROCE_KIND_SEND;
@@ -404,6 +417,9 @@ static void sroce_req_encode_ext(struct sroce_qp *qp, struct sroce_swqe *wqe,
 			.rkey = wr->wr.rdma.rkey,
 			.len = wqe->len,
 		};
+
+		if (oi->kind == SROCE_KIND_ATOMIC_WRITE)
+			reth.rkey = wr->wr.atomic.rkey;
 
 		if (oi->kind == SROCE_KIND_READ_REQ) {
 			/* Possibly resumed after lost responses. */
@@ -458,13 +474,17 @@ int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 psn,
 		off = k * qp->mtu;
 		plen = qp->type == IB_QPT_UD ? wqe->len :
 		       min(qp->mtu, wqe->len - off);
+	} else if (oi->kind == SROCE_KIND_ATOMIC_WRITE) {
+		plen = sizeof(wqe->wr.wr.atomic.compare_add);
 	}
 	if (sroce_tx_alloc(qp->sdev, av, oi->hdr_len, plen, &tp))
 		return -ENOBUFS;	/* no memory: hold back, try again */
 	tp.qp = qp;
 	if (av == &qp->av)
 		tp.dst = &qp->tx_dst;
-	if (plen) {
+	if (oi->kind == SROCE_KIND_ATOMIC_WRITE) {
+		memcpy(tp.payload, &wqe->wr.wr.atomic.compare_add, plen);
+	} else if (plen) {
 		st = sroce_wqe_copy(qp, wqe, off, tp.payload, plen,
 				    SROCE_COPY_FROM_MR);
 		if (st) {
@@ -641,7 +661,8 @@ static bool sroce_req_start(struct sroce_qp *qp, struct sroce_swqe *wqe)
 	    sroce_req_unacked(qp) + sroce_msg_npkts(wqe->len, qp->mtu) >
 	    SROCE_MAX_READ_PSNS)
 		return false;
-	if (qp->type == IB_QPT_UD || sroce_op_is_atomic(op))
+	if (qp->type == IB_QPT_UD || sroce_op_is_atomic(op) ||
+	    op == SROCE_WR_ATOMIC_WRITE)
 		wqe->npkts = 1;
 	else
 		wqe->npkts = sroce_msg_npkts(wqe->len, qp->mtu);

@@ -852,6 +852,50 @@ static void sroce_resp_read_op(struct sroce_qp *qp, const struct sroce_req_ctx *
 	sroce_read_kick(qp);
 }
 
+/* sroce_mr_page_fn: the 8 aligned bytes never cross a page. */
+static int sroce_atomic_write_chunk(void *priv, struct page *page,
+				    unsigned int offset, unsigned int len)
+{
+	u64 *p = (u64 *)((u8 *)kmap_local_page(page) + offset);
+
+	/* One store of all 8 bytes, after everything executed before it. */
+	smp_store_release(p, *(const u64 *)priv);
+	kunmap_local(p);
+	return 0;
+}
+
+/*
+ * ATOMIC WRITE (IBTA 1.5): the 8 payload bytes land in one store at an
+ * 8-byte aligned address of a region with remote write access. Executed
+ * once, at epsn; a duplicate is only acknowledged, like a duplicate WRITE.
+ */
+static void sroce_resp_atomic_write_op(struct sroce_qp *qp,
+				       const struct sroce_req_ctx *c)
+{
+	struct sroce_reth reth;
+	u64 val;
+
+	sroce_reth_decode(c->ip + c->pkt->hdr_off[SROCE_HDR_RETH], &reth);
+	if (c->pkt->payload_len != sizeof(val) || reth.len != sizeof(val) ||
+	    (reth.va & 7)) {
+		sroce_resp_fatal(qp, c->psn, SROCE_NAK_INVALID_REQUEST,
+				 IB_WC_SUCCESS);
+		return;
+	}
+	memcpy(&val, c->ip + c->pkt->payload_off, sizeof(val));
+	if (!(qp->access & IB_ACCESS_REMOTE_WRITE) ||
+	    sroce_mr_access(qp->sdev, qp->pd, reth.rkey, IB_ACCESS_REMOTE_WRITE,
+			    reth.va, sizeof(val), sroce_atomic_write_chunk, &val)) {
+		sroce_resp_fatal(qp, c->psn, SROCE_NAK_REMOTE_ACCESS_ERROR,
+				 IB_WC_SUCCESS);
+		return;
+	}
+	sroce_msn_bump(qp);
+	qp->resp.in_msg = false;
+	qp->resp.epsn = sroce_psn_inc(c->psn);
+	sroce_send_ack(qp, c->psn, sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID));
+}
+
 static void sroce_resp_atomic_op(struct sroce_qp *qp, const struct sroce_req_ctx *c)
 {
 	struct sroce_atomiceth a;
@@ -944,6 +988,9 @@ static void sroce_resp_exec(struct sroce_qp *qp, const u8 *ip,
 		return;
 	case SROCE_KIND_ATOMIC:
 		sroce_resp_atomic_op(qp, &c);
+		return;
+	case SROCE_KIND_ATOMIC_WRITE:
+		sroce_resp_atomic_write_op(qp, &c);
 		return;
 	default:
 		return;

@@ -6,7 +6,7 @@
  *
  * sroce_opcode_lookup(op) never returns NULL: reserved opcodes have a NULL name
  * and no SROCE_OPF_KNOWN flag; known opcodes that sroce does not speak (RD,
- * XRC, FLUSH, ATOMIC WRITE) have SROCE_OPF_KNOWN but not SROCE_OPF_SUPPORTED.
+ * XRC, FLUSH) have SROCE_OPF_KNOWN but not SROCE_OPF_SUPPORTED.
  */
 #ifndef SROCE_OPCODE_H
 #define SROCE_OPCODE_H
@@ -43,7 +43,7 @@ enum sroce_opcode {
 	SROCE_OP_RC_SEND_LAST_WITH_INVALIDATE	= 0x16,
 	SROCE_OP_RC_SEND_ONLY_WITH_INVALIDATE	= 0x17,
 	SROCE_OP_RC_FLUSH			= 0x1c,	/* IBTA 1.5, unsupported */
-	SROCE_OP_RC_ATOMIC_WRITE		= 0x1d,	/* IBTA 1.5, unsupported */
+	SROCE_OP_RC_ATOMIC_WRITE		= 0x1d,	/* IBTA 1.5 */
 
 	/* Unreliable Connection (0x20-0x3f) */
 	SROCE_OP_UC_SEND_FIRST			= 0x20,

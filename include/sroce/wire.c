@@ -141,7 +141,7 @@ const char *const sroce_hdr_name[SROCE_HDR_NR] = {
 	OP(b + 0x17, #T "_SEND_ONLY_WITH_INVALIDATE", tr, SEND, ONLY,			\
 	   su | RQ | PL | AK | CP | IV, BTH | x | H(IETH)),				\
 	OP(b + 0x1c, #T "_FLUSH", tr, FLUSH, ONLY, K | RQ | AK, BTH | x | H(FETH) | H(RETH)), \
-	OP(b + 0x1d, #T "_ATOMIC_WRITE", tr, ATOMIC_WRITE, ONLY, K | RQ | PL | AK,	\
+	OP(b + 0x1d, #T "_ATOMIC_WRITE", tr, ATOMIC_WRITE, ONLY, su | RQ | PL | AK,	\
 	   BTH | x | H(RETH))
 
 /* Reliable Datagram: every request carries RDETH + DETH (known, unsupported). */

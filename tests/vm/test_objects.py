@@ -116,7 +116,9 @@ BREADTH_CHECKS = (
     "rereg_lkey_send_from_new_range", "parent_domain_alloc", "parent_domain_on_parent_refused",
     "parent_domain_keeps_pd", "cq_on_plain_pd_as_parent_refused", "parent_domain_traffic",
     "parent_domain_dealloc", "qp_reset_drops_its_unpolled_completions",
-    "srq_resize_advertised", "srq_resize_below_posted_refused", "srq_resize_keeps_posted_wqes", "breadth_teardown")
+    "srq_resize_advertised", "srq_resize_below_posted_refused", "atomic_write_lands",
+    "atomic_write_misaligned_refused", "atomic_write_needs_remote_write",
+    "atomic_write_not_through_post_send", "srq_resize_keeps_posted_wqes", "breadth_teardown")
 
 
 def test_verbs_breadth(g0):

@@ -226,6 +226,21 @@ void wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey,
 		wq::put_atomic(w, rkey, remote_addr, add, 0);
 }
 
+static_assert(IBV_WR_ATOMIC_WRITE == SROCE_WR_ATOMIC_WRITE);
+static_assert(IBV_WC_ATOMIC_WRITE == SROCE_WC_ATOMIC_WRITE);
+
+/* The 8 bytes go into the WQE as they are to land (sroce-abi.h). */
+void wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr,
+		     const void *atomic_wr)
+{
+	if (auto *w = begin_wqe(qpx, IBV_WR_ATOMIC_WRITE, IBV_QP_EX_WITH_ATOMIC_WRITE)) {
+		w->wr.atomic.remote_addr = remote_addr;
+		w->wr.atomic.rkey = rkey;
+		std::memcpy(&w->wr.atomic.compare_add, atomic_wr,
+			    sizeof(w->wr.atomic.compare_add));
+	}
+}
+
 /* Builders for operations sroce does not carry: the batch fails. */
 void wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *, uint32_t,
 		const struct ibv_mw_bind_info *)
@@ -243,10 +258,6 @@ void wr_send_tso(struct ibv_qp_ex *qpx, void *, uint16_t, uint16_t)
 	fail_batch(qpx, EOPNOTSUPP);
 }
 
-void wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t, uint64_t, const void *)
-{
-	fail_batch(qpx, EOPNOTSUPP);
-}
 
 void wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t)
 {
@@ -397,7 +408,8 @@ uint64_t supported_send_ops(uint32_t qp_type)
 	constexpr uint64_t rc_only = IBV_QP_EX_WITH_RDMA_READ |
 				     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 				     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
-				     IBV_QP_EX_WITH_SEND_WITH_INV;
+				     IBV_QP_EX_WITH_SEND_WITH_INV |
+				     IBV_QP_EX_WITH_ATOMIC_WRITE;
 
 	switch (qp_type) {
 	case IBV_QPT_RC:

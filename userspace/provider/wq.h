@@ -260,6 +260,7 @@ constexpr bool opcode_allowed(uint32_t qp_type, uint32_t opcode)
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 	case IBV_WR_SEND_WITH_INV:
+	case IBV_WR_ATOMIC_WRITE:
 		return rc;
 	default:
 		return false;
@@ -412,7 +413,8 @@ inline int write_send_wqe(void *slot, const send_caps &c,
 			  const struct ibv_send_wr &wr, uint32_t ah_num)
 {
 	auto *w = static_cast<sroce_send_wqe *>(slot);
-	if (wr.num_sge < 0)
+	/* ibv_send_wr has no place for ATOMIC WRITE's 8 bytes: ibv_wr_* only */
+	if (wr.num_sge < 0 || wr.opcode == IBV_WR_ATOMIC_WRITE)
 		return EINVAL;
 	int err = put_send_header(w, c, wr.wr_id, wr.opcode, wr.send_flags);
 	if (err)

@@ -31,9 +31,9 @@
  *             completions and while another thread polls, rereg_mr
  *             (translation, access, PD, a failing rereg), parent domains,
  *             a QP's completions dropped when it goes back to RESET, SRQ
- *             resize with WQEs posted.
+ *             resize with WQEs posted, ATOMIC WRITE.
  *             CASE runs one: resize_cq, resize_cq_poller, rereg_mr,
- *             parent_domain, reset_cleans_cq, srq_resize.
+ *             parent_domain, reset_cleans_cq, srq_resize, atomic_write.
  *   qp-hog [N] create up to N QPs with 16 Ki-entry rings; prints how many the
  *             kernel allowed (run in a memory cgroup).
  *
@@ -1919,6 +1919,105 @@ void srq_resize(Env &e)
 	check(name, why.empty() && destroyed, why + dwhy);
 }
 
+/* A requester with the ibv_wr_* API (ATOMIC WRITE) connected to a plain QP. */
+bool make_atomic_write_pair(Env &e, Pair &p)
+{
+	if (!make_side(e, p.b, IBV_QPT_RC))
+		return false;
+	p.a.scq = ibv_create_cq(e.ctx, 64, nullptr, nullptr, 0);
+	p.a.rcq = ibv_create_cq(e.ctx, 64, nullptr, nullptr, 0);
+	if (!p.a.scq || !p.a.rcq)
+		return false;
+	struct ibv_qp_init_attr_ex ia = {};
+	ia.qp_type = IBV_QPT_RC;
+	ia.send_cq = p.a.scq;
+	ia.recv_cq = p.a.rcq;
+	ia.cap.max_send_wr = ia.cap.max_recv_wr = kSlots;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	ia.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	ia.pd = e.pd;
+	ia.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_WRITE | IBV_QP_EX_WITH_RDMA_WRITE;
+	p.a.qp = ibv_create_qp_ex(e.ctx, &ia);
+	return p.a.qp && rc_connect(e, p.a, p.b.qp->qp_num) && rc_connect(e, p.b, p.a.qp->qp_num);
+}
+
+/* One ATOMIC WRITE of 8 bytes; the completion (status, opcode) or a failure text. */
+std::string atomic_write_once(Env &e, const char *name, void *dst, uint32_t rkey,
+			      const uint8_t (&val)[8], enum ibv_wc_status want)
+{
+	Pair p;
+	if (!make_atomic_write_pair(e, p)) {
+		std::string why = std::string(name) + ": setup: " + errno_text(errno);
+		destroy_pair(p, &why);
+		return why;
+	}
+	struct ibv_qp_ex *qpx = ibv_qp_to_qp_ex(p.a.qp);
+	ibv_wr_start(qpx);
+	qpx->wr_id = 0xa7;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_write(qpx, rkey, reinterpret_cast<uintptr_t>(dst), val);
+	const int rc = ibv_wr_complete(qpx);
+	std::string why;
+	struct ibv_wc wc = {};
+	if (rc)
+		why = strf("wr_complete: %s", errno_text(rc).c_str());
+	else if (!wait_wc(p.a.scq, &wc))
+		why = "no completion";
+	else if (wc.status != want || wc.wr_id != 0xa7 ||
+		 (want == IBV_WC_SUCCESS && wc.opcode != IBV_WC_ATOMIC_WRITE))
+		why = strf("completion %s opcode %d, want %s", wc_text(wc).c_str(), wc.opcode,
+			   ibv_wc_status_str(want));
+	destroy_pair(p, &why);
+	return why.empty() ? "" : std::string(name) + ": " + why;
+}
+
+/*
+ * ATOMIC WRITE (IBTA 1.5): 8 bytes land in one store where the region
+ * allows remote writes; a misaligned address is an invalid request, a
+ * region without remote write an access error; ibv_post_send cannot carry
+ * it.
+ */
+void atomic_write(Env &e)
+{
+	Mapping t(4096);
+	struct ibv_mr *rw = t ? ibv_reg_mr(e.pd, t.p(), 4096, IBV_ACCESS_LOCAL_WRITE |
+					   IBV_ACCESS_REMOTE_WRITE) : nullptr;
+	struct ibv_mr *ro = t ? ibv_reg_mr(e.pd, t.p(), 4096, IBV_ACCESS_LOCAL_WRITE) : nullptr;
+	check("atomic_write_setup", rw && ro, errno_text(errno));
+	if (!rw || !ro)
+		return;
+	const uint8_t val[8] = {0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88};
+	std::memset(t.p(), 0xee, 4096);
+	std::string why = atomic_write_once(e, "aligned", t.p(64), rw->rkey, val, IBV_WC_SUCCESS);
+	if (why.empty() && std::memcmp(t.p(64), val, 8))
+		why = "the 8 bytes did not land";
+	for (size_t i = 0; i < 4096 && why.empty(); i++)
+		if ((i < 64 || i >= 72) && *t.p(i) != 0xee)
+			why = strf("byte %zu changed", i);
+	check("atomic_write_lands", why.empty(), why);
+	why = atomic_write_once(e, "misaligned", t.p(68), rw->rkey, val, IBV_WC_REM_INV_REQ_ERR);
+	check("atomic_write_misaligned_refused", why.empty() && *t.p(68) != 0x11, why);
+	why = atomic_write_once(e, "no_remote_write", t.p(128), ro->rkey, val,
+				IBV_WC_REM_ACCESS_ERR);
+	check("atomic_write_needs_remote_write", why.empty() && *t.p(128) == 0xee, why);
+
+	Pair p;
+	why.clear();
+	if (!make_pair(e, p, IBV_QPT_RC)) {
+		why = "pair";
+	} else {
+		struct ibv_send_wr wr = {}, *bad = nullptr;
+		wr.opcode = IBV_WR_ATOMIC_WRITE;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		if (ibv_post_send(p.a.qp, &wr, &bad) != EINVAL)
+			why = "ibv_post_send took it";
+	}
+	destroy_pair(p, &why);
+	check("atomic_write_not_through_post_send", why.empty(), why);
+	ibv_dereg_mr(rw);
+	ibv_dereg_mr(ro);
+}
+
 struct AllocLog {
 	std::atomic<int> allocs{0};
 	std::atomic<int> frees{0};
@@ -2059,6 +2158,7 @@ void breadth_cases(wqs::Env &e, const char *only)
 		{"parent_domain", breadth::parent_domain},
 		{"reset_cleans_cq", breadth::reset_cleans_cq},
 		{"srq_resize", breadth::srq_resize},
+		{"atomic_write", breadth::atomic_write},
 	};
 	for (const auto &[cname, fn] : cases)
 		if (!only || std::strcmp(only, cname) == 0)

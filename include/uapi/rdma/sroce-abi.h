@@ -212,6 +212,16 @@ struct sroce_send_wqe {
 	/* followed by struct sroce_sge sge[num_sge] or inline data */
 };
 
+/*
+ * ATOMIC WRITE (IBTA 1.5, RC only): opcode SROCE_WR_ATOMIC_WRITE
+ * (IBV_WR_ATOMIC_WRITE), the 8 bytes to write in wr.atomic.compare_add as
+ * they are to land in memory, remote_addr (8-byte aligned) and rkey in
+ * wr.atomic; no SGEs, no inline data. Its completion has opcode
+ * SROCE_WC_ATOMIC_WRITE (IBV_WC_ATOMIC_WRITE).
+ */
+#define SROCE_WR_ATOMIC_WRITE		15
+#define SROCE_WC_ATOMIC_WRITE		9
+
 /* send_flags bits (the values of IBV_SEND_*). */
 #define SROCE_SEND_FENCE		(1u << 0)
 #define SROCE_SEND_SIGNALED		(1u << 1)
