@@ -26,7 +26,8 @@ RESTART_REPORTS = []  # printed again at the very end of the run (the part CI lo
 TEST_TIMEOUT = 600
 
 # SROCE_TEST_SUBSET=1 (make test on the kernels other than the default one):
-# device lifecycle, pingpongs and perftest, pyverbs, rdma_cm, NVMe-oF, teardown
+# device lifecycle, pingpongs and perftest, pyverbs, the verbs breadth tool
+# (resize, rereg, parent domains, ATOMIC WRITE), rdma_cm, NVMe-oF, teardown
 # and namespaces, sroce<->sroce (the default kernel's run covers interop with
 # rdma_rxe and the rest). Patterns on the test's node ID (fnmatch).
 SUBSET = os.environ.get("SROCE_TEST_SUBSET") == "1"
@@ -51,6 +52,7 @@ SUBSET_TESTS = [
     "test_verbs.py::test_perftest[[]sroce-sroce-*_bw]",
     "test_verbs.py::test_perftest[[]sroce-sroce-*_lat]",
     "test_pyverbs.py::test_pyverbs_suite[[]sroce]",
+    "test_objects.py::test_verbs_breadth",
     "test_rdmacm.py::test_rping[[]sroce-sroce-ipv4-4096]",
     "test_rdmacm.py::test_rping[[]sroce-sroce-ipv6-4096]",
     "test_rdmacm.py::test_ucmatose[[]sroce-sroce-*]",
