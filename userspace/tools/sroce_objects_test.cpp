@@ -1444,21 +1444,26 @@ void oversize(Env &e)
 
 } // namespace hard
 
-/* harden, or only its case called only */
+/* A mode's named cases: all of them, or only the one called only. */
+using Case = std::pair<const char *, void (*)(wqs::Env &)>;
+
+void run_cases(wqs::Env &e, const std::vector<Case> &cases, const char *only)
+{
+	for (const auto &[cname, fn] : cases)
+		if (!only || std::strcmp(only, cname) == 0)
+			fn(e);
+}
+
 void harden(wqs::Env &e, const char *only)
 {
-	using wqs::Env;
-	const std::vector<std::pair<const char *, void (*)(Env &)>> cases = {
+	run_cases(e, {
 		{"oversize", hard::oversize},
 		{"recv_after_err", hard::recv_after_err},
 		{"srq_pd", hard::srq_pd},
 		{"destroy_self", hard::destroy_self},
 		{"destroy_concurrent", hard::destroy_concurrent},
 		{"sq_rewind", hard::sq_rewind},
-	};
-	for (const auto &[cname, fn] : cases)
-		if (!only || std::strcmp(only, cname) == 0)
-			fn(e);
+	}, only);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -2147,11 +2152,9 @@ void parent_domain(Env &e)
 
 } // namespace breadth
 
-/* breadth, or only its case called only */
 void breadth_cases(wqs::Env &e, const char *only)
 {
-	using wqs::Env;
-	const std::vector<std::pair<const char *, void (*)(Env &)>> cases = {
+	run_cases(e, {
 		{"resize_cq", breadth::resize_cq},
 		{"resize_cq_poller", breadth::resize_cq_poller},
 		{"rereg_mr", breadth::rereg_mr},
@@ -2159,10 +2162,7 @@ void breadth_cases(wqs::Env &e, const char *only)
 		{"reset_cleans_cq", breadth::reset_cleans_cq},
 		{"srq_resize", breadth::srq_resize},
 		{"atomic_write", breadth::atomic_write},
-	};
-	for (const auto &[cname, fn] : cases)
-		if (!only || std::strcmp(only, cname) == 0)
-			fn(e);
+	}, only);
 }
 
 /*
