@@ -115,13 +115,40 @@ static u32 sroce_cq_consumer(struct sroce_cq *cq)
 	return cq->hdr ? READ_ONCE(cq->hdr->consumer) : cq->cons;
 }
 
+/*
+ * A user ring of @entries slots, and its mapping described to the process
+ * (struct sroce_create_cq_resp, also resize_cq's reply). Return the entry
+ * or an ERR_PTR().
+ */
+static struct sroce_mmap_entry *sroce_cq_user_ring(struct ib_udata *udata,
+						   u32 entries)
+{
+	struct sroce_ucontext *uctx =
+		rdma_udata_to_drv_context(udata, struct sroce_ucontext, ibuc);
+	struct sroce_create_cq_resp resp = {};
+	struct sroce_mmap_entry *mentry;
+	int err;
+
+	mentry = sroce_mmap_alloc(&uctx->ibuc, SROCE_CQ_RING_ENTRIES_OFF +
+				  (size_t)entries * sizeof(struct ib_uverbs_wc));
+	if (IS_ERR(mentry))
+		return mentry;
+	resp.mmap_offset = sroce_mmap_offset(mentry);
+	resp.mmap_size = mentry->size;
+	resp.entries = entries;
+	err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+	if (err) {
+		sroce_mmap_remove(mentry);
+		return ERR_PTR(err);
+	}
+	return mentry;
+}
+
 int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		    struct ib_udata *udata)
 {
 	struct sroce_dev *sdev = to_sdev(ibcq->device);
 	struct sroce_cq *cq = to_scq(ibcq);
-	struct sroce_create_cq_resp resp = {};
-	struct sroce_ucontext *uctx;
 	u32 entries;
 	int err;
 
@@ -131,7 +158,7 @@ int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		return -EINVAL;
 	if (attr->comp_vector >= ibcq->device->num_comp_vectors)
 		return -EINVAL;
-	if (udata && udata->outlen < sizeof(resp))
+	if (udata && udata->outlen < sizeof(struct sroce_create_cq_resp))
 		return -EINVAL;
 
 	if (atomic_inc_return(&sdev->num_cq) > SROCE_MAX_CQ) {
@@ -144,12 +171,7 @@ int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	cq->entries = entries;
 
 	if (udata) {
-		uctx = rdma_udata_to_drv_context(udata, struct sroce_ucontext,
-						 ibuc);
-		cq->mentry = sroce_mmap_alloc(&uctx->ibuc,
-					      SROCE_CQ_RING_ENTRIES_OFF +
-					      (size_t)entries *
-					      sizeof(struct ib_uverbs_wc));
+		cq->mentry = sroce_cq_user_ring(udata, entries);
 		if (IS_ERR(cq->mentry)) {
 			err = PTR_ERR(cq->mentry);
 			cq->mentry = NULL;
@@ -158,15 +180,6 @@ int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		cq->hdr = cq->mentry->vaddr;
 		cq->uwc = cq->mentry->vaddr + SROCE_CQ_RING_ENTRIES_OFF;
 		cq->arm = &cq->hdr->arm;
-
-		resp.mmap_offset = sroce_mmap_offset(cq->mentry);
-		resp.mmap_size = cq->mentry->size;
-		resp.entries = entries;
-		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
-		if (err) {
-			sroce_mmap_remove(cq->mentry);
-			goto err_count;
-		}
 	} else {
 		cq->kwc = kvcalloc(entries, sizeof(*cq->kwc), SROCE_GFP_RING);
 		if (!cq->kwc) {
@@ -372,9 +385,7 @@ static int sroce_cq_move(struct sroce_cq *cq, u32 entries,
 int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 {
 	struct sroce_cq *cq = to_scq(ibcq);
-	struct sroce_create_cq_resp resp = {};
 	struct sroce_mmap_entry *mentry = NULL;
-	struct sroce_ucontext *uctx;
 	struct ib_wc *kwc = NULL;
 	unsigned long flags;
 	u32 entries;
@@ -384,26 +395,15 @@ int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 		return -EINVAL;
 	if (!udata != !cq->hdr)
 		return -EINVAL;
-	if (udata && udata->outlen < sizeof(resp))
+	if (udata && udata->outlen < sizeof(struct sroce_create_cq_resp))
 		return -EINVAL;
 	entries = roundup_pow_of_two(cqe);
 
 	if (udata) {
-		uctx = rdma_udata_to_drv_context(udata, struct sroce_ucontext,
-						 ibuc);
-		mentry = sroce_mmap_alloc(&uctx->ibuc,
-					  SROCE_CQ_RING_ENTRIES_OFF +
-					  (size_t)entries *
-					  sizeof(struct ib_uverbs_wc));
+		/* Replied before the switch: a failed copy changes nothing. */
+		mentry = sroce_cq_user_ring(udata, entries);
 		if (IS_ERR(mentry))
 			return PTR_ERR(mentry);
-		resp.mmap_offset = sroce_mmap_offset(mentry);
-		resp.mmap_size = mentry->size;
-		resp.entries = entries;
-		/* Before the switch: a failed copy leaves the CQ as it was. */
-		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
-		if (err)
-			goto out_free;
 	} else {
 		kwc = kvcalloc(entries, sizeof(*kwc), SROCE_GFP_RING);
 		if (!kwc)
@@ -416,7 +416,6 @@ int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	if (!err)
 		ibcq->cqe = entries;
 
-out_free:
 	/* The new ring on failure, the old one on success. */
 	if (mentry)
 		sroce_mmap_remove(mentry);
