@@ -46,7 +46,6 @@
 
 #include <linux/random.h>
 
-#define SROCE_MR_KEY_SHIFT	13
 #define SROCE_MR_VARIANT_MASK	((1u << SROCE_MR_KEY_SHIFT) - 1)
 static_assert((u64)SROCE_MAX_MR << SROCE_MR_KEY_SHIFT <= U32_MAX);
 
@@ -105,7 +104,7 @@ static struct sroce_mr *sroce_mr_alloc(struct sroce_pd *pd, int access)
 }
 
 /* Drop a reference; the last one lets a waiting deregistration continue. */
-static void sroce_mr_put(struct sroce_mr *mr)
+void sroce_mr_put(struct sroce_mr *mr)
 {
 	if (refcount_dec_and_test(&mr->ref))
 		complete(&mr->done);
@@ -278,6 +277,33 @@ struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 }
 
 /*
+ * No window binds to @mr from now on; false (and nothing changes) if some
+ * are bound to it. IBTA 10.6.7.2.6: a region with bound windows cannot be
+ * deregistered.
+ */
+static bool sroce_mr_stop_binds(struct sroce_mr *mr)
+{
+	bool busy;
+
+	spin_lock_irq(&mr->lock);
+	busy = mr->num_mw;
+	if (!busy)
+		mr->dying = true;
+	spin_unlock_irq(&mr->lock);
+	return !busy;
+}
+
+/* A window bound to @mr was unbound or invalidated. */
+void sroce_mr_unbind_mw(struct sroce_mr *mr)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&mr->lock, flags);
+	mr->num_mw--;
+	spin_unlock_irqrestore(&mr->lock, flags);
+}
+
+/*
  * Reregistration builds a new region from the old one's settings and the
  * changes asked for (without IB_MR_REREG_TRANS the old range is pinned
  * again, with the new access rights) and puts it under the old one's keys,
@@ -291,9 +317,13 @@ struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				  struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	struct sroce_mr *old = to_smr(ibmr);
+	struct ib_mr *mr;
 
 	if (!old->umem)
 		return ERR_PTR(-EINVAL);
+	/* Windows bound to the region name it, not its successor. */
+	if (!sroce_mr_stop_binds(old))
+		return ERR_PTR(-EBUSY);
 	if (!(flags & IB_MR_REREG_PD))
 		ibpd = ibmr->pd;
 	if (!(flags & IB_MR_REREG_ACCESS))
@@ -303,7 +333,13 @@ struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 		length = old->umem->length;
 		iova = old->iova;
 	}
-	return sroce_reg_user(ibpd, start, length, iova, access, udata, old);
+	mr = sroce_reg_user(ibpd, start, length, iova, access, udata, old);
+	if (IS_ERR(mr)) {
+		spin_lock_irq(&old->lock);
+		old->dying = false;
+		spin_unlock_irq(&old->lock);
+	}
+	return mr;
 }
 
 int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
@@ -311,6 +347,8 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	struct sroce_dev *sdev = to_sdev(ibmr->device);
 	struct sroce_mr *mr = to_smr(ibmr);
 
+	if (!sroce_mr_stop_binds(mr))
+		return -EBUSY;
 	sroce_mr_unpublish(sdev, mr);
 	sroce_mr_put(mr);
 	wait_for_completion(&mr->done);
@@ -324,7 +362,7 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 }
 
 /* [va, va + len) inside the region? A zero length is always inside. */
-static bool sroce_mr_covers(const struct sroce_mr *mr, u64 va, u64 len)
+bool sroce_mr_covers(const struct sroce_mr *mr, u64 va, u64 len)
 {
 	u64 off;
 
@@ -356,7 +394,7 @@ static int sroce_mr_check(const struct sroce_mr *mr, const struct sroce_pd *pd,
 }
 
 /* The region whose index @key names, referenced; NULL if there is none. */
-static struct sroce_mr *sroce_mr_lookup(struct sroce_dev *sdev, u32 key)
+struct sroce_mr *sroce_mr_lookup(struct sroce_dev *sdev, u32 key)
 {
 	struct sroce_mr *mr;
 
@@ -376,8 +414,8 @@ static struct sroce_mr *sroce_mr_lookup(struct sroce_dev *sdev, u32 key)
  * -EFAULT for a DMA-region address outside the linear map, or the first
  * non-zero value of @fn.
  */
-static int sroce_mr_walk_pages(struct sroce_mr *mr, u64 va, u64 len,
-			       sroce_mr_page_fn fn, void *priv)
+int sroce_mr_walk_pages(struct sroce_mr *mr, u64 va, u64 len,
+			sroce_mr_page_fn fn, void *priv)
 {
 	unsigned long idx;
 	unsigned int pgoff, chunk;
@@ -445,7 +483,9 @@ static int sroce_copy_chunk(void *priv, struct page *page, unsigned int offset,
  * sroce_mr_access - check an access to a region by key and perform it
  * @sdev: the device
  * @pd: protection domain of the QP making the access
- * @key: lkey or rkey from a WQE or a packet (untrusted)
+ * @qpn: the QP making a remote access, SROCE_KEY_LOCAL for a local one
+ * @key: lkey or rkey from a WQE or a packet (untrusted); an rkey may name
+ *	a memory window (mw.c)
  * @access: IB_ACCESS_* bits the access needs (0 for a local read)
  * @va: first byte of the access, in the region's iova space
  * @len: length of the access (0: the key is checked, nothing is touched)
@@ -463,13 +503,19 @@ static int sroce_copy_chunk(void *priv, struct page *page, unsigned int offset,
  * outside the region, -EFAULT for a DMA-region address outside the linear
  * map; or the first non-zero value returned by @fn.
  */
-int sroce_mr_access(struct sroce_dev *sdev, struct sroce_pd *pd, u32 key,
-		    int access, u64 va, u64 len, sroce_mr_page_fn fn, void *priv)
+int sroce_mr_access(struct sroce_dev *sdev, struct sroce_pd *pd, u32 qpn,
+		    u32 key, int access, u64 va, u64 len, sroce_mr_page_fn fn,
+		    void *priv)
 {
-	struct sroce_mr *mr = sroce_mr_lookup(sdev, key);
+	struct sroce_mr *mr;
 	unsigned long flags = 0;
 	int err;
 
+	if (sroce_key_is_mw(key))
+		return qpn == SROCE_KEY_LOCAL ? -ENOENT :
+		       sroce_mw_access(sdev, pd, qpn, key, access, va, len,
+				       fn, priv);
+	mr = sroce_mr_lookup(sdev, key);
 	if (!mr)
 		return -ENOENT;
 	if (mr->type == SROCE_MR_FAST)
@@ -487,6 +533,7 @@ int sroce_mr_access(struct sroce_dev *sdev, struct sroce_pd *pd, u32 key,
  * sroce_mr_copy - copy between a region, named by key, and a kernel buffer
  * @sdev: the device
  * @pd: protection domain of the QP making the access
+ * @qpn: the QP making a remote access, SROCE_KEY_LOCAL for a local one
  * @key: lkey or rkey (untrusted)
  * @access: IB_ACCESS_* the access needs (e.g. IB_ACCESS_REMOTE_WRITE)
  * @va: first byte in the region, in its iova space
@@ -496,13 +543,13 @@ int sroce_mr_access(struct sroce_dev *sdev, struct sroce_pd *pd, u32 key,
  *
  * Return: 0 or an error of sroce_mr_access().
  */
-int sroce_mr_copy(struct sroce_dev *sdev, struct sroce_pd *pd, u32 key,
-		  int access, u64 va, void *buf, u32 len,
+int sroce_mr_copy(struct sroce_dev *sdev, struct sroce_pd *pd, u32 qpn,
+		  u32 key, int access, u64 va, void *buf, u32 len,
 		  enum sroce_copy_dir dir)
 {
 	struct sroce_copy_state st = { .buf = buf, .dir = dir };
 
-	return sroce_mr_access(sdev, pd, key, access, va, len,
+	return sroce_mr_access(sdev, pd, qpn, key, access, va, len,
 			       sroce_copy_chunk, &st);
 }
 
@@ -537,7 +584,7 @@ int sroce_sge_copy(struct sroce_dev *sdev, struct sroce_pd *pd,
 			continue;
 		}
 		n = min(len, sge[i].length - off);
-		if (sroce_mr_copy(sdev, pd, sge[i].lkey, access,
+		if (sroce_mr_copy(sdev, pd, SROCE_KEY_LOCAL, sge[i].lkey, access,
 				  sge[i].addr + off, buf, n, dir))
 			return IB_WC_LOC_PROT_ERR;
 		buf += n;
@@ -683,19 +730,24 @@ int sroce_mr_fast_reg(struct sroce_dev *sdev, struct sroce_pd *pd, u32 key,
  * sroce_mr_invalidate - LOCAL_INV, or a remote invalidation (SEND_WITH_INV)
  * @sdev: the device
  * @pd: PD of the QP
+ * @qpn: the QP a SEND_WITH_INV arrived on, SROCE_KEY_LOCAL for LOCAL_INV
  * @key: the key to invalidate
  *
- * Only fast-registration regions can be invalidated.
+ * Only fast-registration regions and type 2B memory windows can be
+ * invalidated.
  *
  * Return: 0, or -EINVAL if @key is not the current key of a fast region of
- * @pd.
+ * @pd or of a window sroce_mw_invalidate() accepts.
  */
-int sroce_mr_invalidate(struct sroce_dev *sdev, struct sroce_pd *pd, u32 key)
+int sroce_mr_invalidate(struct sroce_dev *sdev, struct sroce_pd *pd, u32 qpn,
+			u32 key)
 {
 	struct sroce_mr *mr;
 	unsigned long flags;
 	int err = 0;
 
+	if (sroce_key_is_mw(key))
+		return sroce_mw_invalidate(sdev, pd, qpn, key);
 	mr = sroce_fast_mr_get(sdev, pd, key);
 	if (!mr)
 		return -EINVAL;

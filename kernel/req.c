@@ -33,6 +33,8 @@ static enum ib_wc_opcode sroce_wc_opcode(u32 op)
 		return IB_WC_LOCAL_INV;
 	case SROCE_WR_REG_MR:
 		return IB_WC_REG_MR;
+	case IB_UVERBS_WR_BIND_MW:
+		return IB_WC_BIND_MW;
 	case IB_UVERBS_WR_RDMA_WRITE:
 	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
 		return IB_WC_RDMA_WRITE;
@@ -57,10 +59,11 @@ static bool sroce_op_is_rd(u32 op)
 	       op == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD;
 }
 
-/* Work requests executed locally, without packets: kernel QPs only. */
+/* Work requests executed locally, without packets. */
 static bool sroce_op_is_local(u32 op)
 {
-	return op == IB_UVERBS_WR_LOCAL_INV || op == SROCE_WR_REG_MR;
+	return op == IB_UVERBS_WR_LOCAL_INV || op == SROCE_WR_REG_MR ||
+	       op == IB_UVERBS_WR_BIND_MW;
 }
 
 /* ---------------------------------------------------------- completions */
@@ -101,7 +104,8 @@ static void __sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
 }
 
 /*
- * Complete the oldest WQE, then the local operations (REG_MR, LOCAL_INV)
+ * Complete the oldest WQE, then the local operations (REG_MR, LOCAL_INV,
+ * BIND_MW)
  * right behind it that have executed and the READs whose responses have
  * all arrived: they only waited for their predecessors.
  */
@@ -182,10 +186,20 @@ static u8 sroce_swqe_check(struct sroce_qp *qp, struct sroce_swqe *wqe)
 		wqe->is_rd = false;
 		wqe->len = 8;
 		return 0;
-	case IB_UVERBS_WR_LOCAL_INV:
 	case SROCE_WR_REG_MR:
 		/* Only kernel consumers own fast-registration regions. */
 		if (qp->is_user)
+			return IB_WC_LOC_QP_OP_ERR;
+		wqe->len = 0;
+		return 0;
+	case IB_UVERBS_WR_LOCAL_INV:
+		/* fast regions (kernel), type 2B windows (user) */
+		wqe->len = 0;
+		return 0;
+	case IB_UVERBS_WR_BIND_MW:
+		/* Windows are user space's; IBTA: not on UD. */
+		if (!qp->is_user || type == IB_QPT_UD || wr->num_sge ||
+		    (wr->send_flags & SROCE_SEND_INLINE))
 			return IB_WC_LOC_QP_OP_ERR;
 		wqe->len = 0;
 		return 0;
@@ -517,7 +531,7 @@ static void sroce_req_defer(struct sroce_qp *qp)
 }
 
 /*
- * Execute a local operation (REG_MR, LOCAL_INV) at req.next, in send queue
+ * Execute a local operation (REG_MR, LOCAL_INV, BIND_MW) at req.next, in send queue
  * order: everything posted before it has been sent, nothing after it has.
  * It uses no PSN; it completes once everything before it has. Return false
  * if the requester has to stop here.
@@ -535,7 +549,9 @@ static bool sroce_req_local(struct sroce_qp *qp, struct sroce_swqe *wqe)
 		if (wqe->wr.opcode == SROCE_WR_REG_MR)
 			st = sroce_mr_fast_reg(qp->sdev, qp->pd, reg->key,
 					       reg->access);
-		else if (sroce_mr_invalidate(qp->sdev, qp->pd,
+		else if (wqe->wr.opcode == IB_UVERBS_WR_BIND_MW)
+			st = sroce_mw_bind(qp, &wqe->wr);
+		else if (sroce_mr_invalidate(qp->sdev, qp->pd, SROCE_KEY_LOCAL,
 					     wqe->wr.imm_data))
 			st = IB_WC_LOC_PROT_ERR;
 		wqe->npkts = 0;

@@ -33,6 +33,24 @@
 
 #include "sroce.h"
 
+/*
+ * An access by the peer of @qp through @rkey, which names a region or a
+ * memory window (type 2B windows check the QP).
+ */
+static int sroce_rkey_access(struct sroce_qp *qp, u32 rkey, int access,
+			     u64 va, u64 len, sroce_mr_page_fn fn, void *priv)
+{
+	return sroce_mr_access(qp->sdev, qp->pd, qp->ibqp.qp_num, rkey, access,
+			       va, len, fn, priv);
+}
+
+static int sroce_rkey_copy(struct sroce_qp *qp, u32 rkey, int access, u64 va,
+			   void *buf, u32 len, enum sroce_copy_dir dir)
+{
+	return sroce_mr_copy(qp->sdev, qp->pd, qp->ibqp.qp_num, rkey, access,
+			     va, buf, len, dir);
+}
+
 #define SROCE_RESP_BUDGET	64
 #define SROCE_BACKLOG_MAX	256
 
@@ -66,9 +84,9 @@ static int sroce_resp_send(struct sroce_qp *qp, const struct sroce_resp_pkt *p)
 		return -ENOBUFS;
 	tp.qp = qp;
 	tp.dst = &qp->tx_dst;
-	if (p->plen && sroce_mr_copy(qp->sdev, qp->pd, p->rkey,
-				     IB_ACCESS_REMOTE_READ, p->va, tp.payload,
-				     p->plen, SROCE_COPY_FROM_MR)) {
+	if (p->plen && sroce_rkey_copy(qp, p->rkey,
+				       IB_ACCESS_REMOTE_READ, p->va, tp.payload,
+				       p->plen, SROCE_COPY_FROM_MR)) {
 		kfree_skb(tp.skb);
 		return -EACCES;
 	}
@@ -552,8 +570,8 @@ static int sroce_read_start(struct sroce_qp *qp, u32 psn, u64 va, u32 rkey,
 		return SROCE_NAK_REMOTE_ACCESS_ERROR;
 	if (len > SROCE_MAX_MSG_SZ)
 		return SROCE_NAK_INVALID_REQUEST;
-	if (len && sroce_mr_access(qp->sdev, qp->pd, rkey, IB_ACCESS_REMOTE_READ,
-				   va, len, NULL, NULL))
+	if (len && sroce_rkey_access(qp, rkey, IB_ACCESS_REMOTE_READ,
+				     va, len, NULL, NULL))
 		return SROCE_NAK_REMOTE_ACCESS_ERROR;
 	npkts = sroce_msg_npkts(len, qp->mtu);
 	rj->active = true;
@@ -621,8 +639,8 @@ static int sroce_atomic_exec(struct sroce_qp *qp, const struct sroce_atomiceth *
 		return SROCE_NAK_REMOTE_ACCESS_ERROR;
 	if (a->va & 7)
 		return SROCE_NAK_INVALID_REQUEST;
-	if (sroce_mr_access(qp->sdev, qp->pd, a->rkey, IB_ACCESS_REMOTE_ATOMIC,
-			    a->va, 8, sroce_atomic_chunk, &op))
+	if (sroce_rkey_access(qp, a->rkey, IB_ACCESS_REMOTE_ATOMIC,
+			      a->va, 8, sroce_atomic_chunk, &op))
 		return SROCE_NAK_REMOTE_ACCESS_ERROR;
 	*orig = op.orig;
 	return -1;
@@ -722,7 +740,8 @@ static bool sroce_resp_send_op(struct sroce_qp *qp, const struct sroce_req_ctx *
 		 */
 		u32 rkey = sroce_ieth_rkey(c->ip + c->pkt->hdr_off[SROCE_HDR_IETH]);
 
-		if (sroce_mr_invalidate(qp->sdev, qp->pd, rkey)) {
+		if (sroce_mr_invalidate(qp->sdev, qp->pd, qp->ibqp.qp_num,
+					rkey)) {
 			sroce_resp_error(qp, c->psn, oi,
 					 SROCE_NAK_INVALID_REQUEST,
 					 IB_WC_REM_INV_REQ_ERR);
@@ -772,9 +791,9 @@ static bool sroce_resp_write_op(struct sroce_qp *qp, const struct sroce_req_ctx 
 			return false;
 		}
 		if (!(qp->access & IB_ACCESS_REMOTE_WRITE) ||
-		    (reth.len && sroce_mr_access(qp->sdev, qp->pd, reth.rkey,
-						 IB_ACCESS_REMOTE_WRITE, reth.va,
-						 reth.len, NULL, NULL))) {
+		    (reth.len && sroce_rkey_access(qp, reth.rkey,
+						   IB_ACCESS_REMOTE_WRITE, reth.va,
+						   reth.len, NULL, NULL))) {
 			sroce_resp_error(qp, c->psn, oi,
 					 SROCE_NAK_REMOTE_ACCESS_ERROR,
 					 IB_WC_SUCCESS);
@@ -795,10 +814,10 @@ static bool sroce_resp_write_op(struct sroce_qp *qp, const struct sroce_req_ctx 
 	if (c->imm && !sroce_resp_get_rwqe(qp, c->psn, oi))
 		return false;
 	if (plen) {
-		if (sroce_mr_copy(qp->sdev, qp->pd, qp->resp.write.rkey,
-				  IB_ACCESS_REMOTE_WRITE, qp->resp.write.va,
-				  (void *)(c->ip + c->pkt->payload_off), plen,
-				  SROCE_COPY_TO_MR)) {
+		if (sroce_rkey_copy(qp, qp->resp.write.rkey,
+				    IB_ACCESS_REMOTE_WRITE, qp->resp.write.va,
+				    (void *)(c->ip + c->pkt->payload_off), plen,
+				    SROCE_COPY_TO_MR)) {
 			sroce_resp_error(qp, c->psn, oi,
 					 SROCE_NAK_REMOTE_ACCESS_ERROR,
 					 IB_WC_SUCCESS);
@@ -884,8 +903,8 @@ static void sroce_resp_atomic_write_op(struct sroce_qp *qp,
 	}
 	memcpy(&val, c->ip + c->pkt->payload_off, sizeof(val));
 	if (!(qp->access & IB_ACCESS_REMOTE_WRITE) ||
-	    sroce_mr_access(qp->sdev, qp->pd, reth.rkey, IB_ACCESS_REMOTE_WRITE,
-			    reth.va, sizeof(val), sroce_atomic_write_chunk, &val)) {
+	    sroce_rkey_access(qp, reth.rkey, IB_ACCESS_REMOTE_WRITE,
+			      reth.va, sizeof(val), sroce_atomic_write_chunk, &val)) {
 		sroce_resp_fatal(qp, c->psn, SROCE_NAK_REMOTE_ACCESS_ERROR,
 				 IB_WC_SUCCESS);
 		return;

@@ -80,7 +80,8 @@
  *  max_res_rd_atom        max_qp * max_qp_rd_atom
  *  max_fast_reg_page_list_len 512 pages per fast-registration MR
  *  max_pkeys     1        the default P_Key only
- *  max_mw / multicast     0: not planned for the first transport version
+ *  max_mw        0x10000  memory windows, type 1 and 2B (user space only)
+ *  multicast     0        not implemented
  */
 #define SROCE_MAX_PD			0x7fff
 #define SROCE_MAX_QP			0x10000
@@ -89,6 +90,7 @@
 #define SROCE_MAX_CQ			0x10000
 #define SROCE_MAX_CQE			0x10000
 #define SROCE_MAX_MR			0x40000
+#define SROCE_MAX_MW			0x10000
 #define SROCE_MAX_MR_SIZE		U64_MAX
 #define SROCE_MAX_SRQ			0x10000
 #define SROCE_MAX_SRQ_WR		0x4000
@@ -190,6 +192,9 @@ struct sroce_dev {
 	/* Memory regions by key index (key >> SROCE_MR_KEY_SHIFT); see mr.c. */
 	struct xarray		mr_xa;
 	u32			mr_next;	/* cyclic index allocation */
+	/* Memory windows by key index, which follows the MRs' (see mw.c). */
+	struct xarray		mw_xa;
+	u32			mw_next;
 
 	atomic_t		num_cq;		/* enforces max_cq */
 
@@ -233,6 +238,10 @@ enum sroce_mr_type {
  * invalidation; those fields, pages and valid are then under lock, which
  * accesses hold while they copy. map_mr_sg fills the staging list fr_pages,
  * which REG_MR swaps in as pages.
+ *
+ * A user MR counts the memory windows bound to it (num_mw); dereg and rereg
+ * refuse with EBUSY while there are any, and set dying, after which no
+ * window binds to it. Both under lock.
  */
 struct sroce_mr {
 	struct ib_mr		ibmr;
@@ -247,6 +256,8 @@ struct sroce_mr {
 	int			access;		/* IB_ACCESS_* */
 	u32			key;		/* lkey == rkey */
 	bool			valid;		/* fast MRs: registered */
+	bool			dying;		/* user MRs: no new windows */
+	u32			num_mw;		/* user MRs: windows bound */
 	spinlock_t		lock;		/* fast MRs: the fields above */
 	struct page		**fr_pages;	/* fast MRs: map_mr_sg's list */
 	unsigned long		fr_npages;
@@ -255,6 +266,44 @@ struct sroce_mr {
 	struct completion	done;
 	struct rcu_head		rcu;
 };
+
+/*
+ * The state of a memory window, which the transport finds by key in
+ * sdev->mw_xa. It lives apart from struct sroce_mw, which ib_core frees as
+ * soon as dealloc_mw returns: lookups run under RCU and take a reference
+ * (ref); dealloc erases the key, drops the initial reference, waits on done
+ * for the last one, and frees the window after a grace period.
+ *
+ * Bind, invalidation and every access through the window hold lock; while
+ * valid and length != 0, mr is a user MR that counts this binding in its
+ * num_mw and so stays registered.
+ */
+struct sroce_window {
+	struct sroce_pd		*pd;
+	enum ib_mw_type		type;
+	spinlock_t		lock;		/* the binding below */
+	u32			key;		/* current rkey */
+	bool			valid;		/* bound */
+	struct sroce_mr		*mr;		/* bound to, NULL if length 0 */
+	u64			va;		/* first byte, in mr's iova space */
+	u64			length;
+	int			access;		/* IB_ACCESS_REMOTE_* */
+	u32			qpn;		/* type 2B: the QP it is bound to */
+	refcount_t		ref;
+	struct completion	done;
+	struct rcu_head		rcu;
+};
+
+struct sroce_mw {
+	struct ib_mw		ibmw;
+	struct sroce_window	*win;
+};
+
+/*
+ * The QPN argument of the key accesses for a local access (an lkey in an
+ * SGE): memory window keys are rkeys only. QPNs have 24 bits.
+ */
+#define SROCE_KEY_LOCAL			U32_MAX
 
 /* Direction of sroce_mr_copy(). */
 enum sroce_copy_dir {
@@ -668,17 +717,44 @@ int sroce_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 		    unsigned int *sg_offset);
 int sroce_mr_fast_reg(struct sroce_dev *sdev, struct sroce_pd *pd, u32 key,
 		      int access);
-int sroce_mr_invalidate(struct sroce_dev *sdev, struct sroce_pd *pd, u32 key);
+int sroce_mr_invalidate(struct sroce_dev *sdev, struct sroce_pd *pd, u32 qpn,
+			u32 key);
 
-/* mr.c: for the transport */
-int sroce_mr_access(struct sroce_dev *sdev, struct sroce_pd *pd, u32 key,
-		    int access, u64 va, u64 len, sroce_mr_page_fn fn, void *priv);
-int sroce_mr_copy(struct sroce_dev *sdev, struct sroce_pd *pd, u32 key,
-		  int access, u64 va, void *buf, u32 len,
+/* mr.c: for the transport and mw.c */
+int sroce_mr_access(struct sroce_dev *sdev, struct sroce_pd *pd, u32 qpn,
+		    u32 key, int access, u64 va, u64 len, sroce_mr_page_fn fn,
+		    void *priv);
+int sroce_mr_copy(struct sroce_dev *sdev, struct sroce_pd *pd, u32 qpn,
+		  u32 key, int access, u64 va, void *buf, u32 len,
 		  enum sroce_copy_dir dir);
+struct sroce_mr *sroce_mr_lookup(struct sroce_dev *sdev, u32 key);
+void sroce_mr_put(struct sroce_mr *mr);
+bool sroce_mr_covers(const struct sroce_mr *mr, u64 va, u64 len);
+int sroce_mr_walk_pages(struct sroce_mr *mr, u64 va, u64 len,
+			sroce_mr_page_fn fn, void *priv);
+void sroce_mr_unbind_mw(struct sroce_mr *mr);
 int sroce_sge_copy(struct sroce_dev *sdev, struct sroce_pd *pd,
 		   const struct sroce_sge *sge, u32 nsge, u32 off, u8 *buf,
 		   u32 len, enum sroce_copy_dir dir);
+
+/* mw.c */
+#define SROCE_MR_KEY_SHIFT		13
+#define SROCE_MW_INDEX_BASE		(SROCE_MAX_MR + 1)
+static inline bool sroce_key_is_mw(u32 key)
+{
+	return key >> SROCE_MR_KEY_SHIFT >= SROCE_MW_INDEX_BASE;
+}
+
+void sroce_mw_init_dev(struct sroce_dev *sdev);
+void sroce_mw_fini_dev(struct sroce_dev *sdev);
+int sroce_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
+int sroce_dealloc_mw(struct ib_mw *ibmw);
+int sroce_mw_access(struct sroce_dev *sdev, struct sroce_pd *pd, u32 qpn,
+		    u32 key, int access, u64 va, u64 len, sroce_mr_page_fn fn,
+		    void *priv);
+int sroce_mw_invalidate(struct sroce_dev *sdev, struct sroce_pd *pd, u32 qpn,
+			u32 key);
+u8 sroce_mw_bind(struct sroce_qp *qp, const struct sroce_send_wqe *wr);
 
 /* cq.c: verbs */
 int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,

@@ -178,7 +178,14 @@ struct sroce_sge {
  * IBV_SEND_* bits (FENCE 1, SIGNALED 2, SOLICITED 4, INLINE 8).
  * imm_data (SEND/WRITE with immediate) is in network byte order, as
  * struct ibv_send_wr carries it; for SEND_WITH_INV the same word holds the
- * rkey to invalidate in host order.
+ * rkey to invalidate in host order, and so does it for LOCAL_INV (user QPs
+ * invalidate type 2B memory windows with it).
+ *
+ * BIND_MW (IBV_WR_BIND_MW): imm_data holds the window's current rkey,
+ * wr.bind the binding; no SGEs, no inline data. ibv_bind_mw() (type 1)
+ * posts the same WQE with SROCE_BIND_TYPE_1 in wr.bind.flags; a type 2
+ * window is bound only without it. new_rkey differs from the current rkey
+ * in its low 8 bits at most.
  */
 struct sroce_send_wqe {
 	__aligned_u64 wr_id;
@@ -202,6 +209,14 @@ struct sroce_send_wqe {
 			__u32 reserved;
 		} atomic;
 		struct {
+			__aligned_u64 addr;	/* first byte, MR's iova space */
+			__aligned_u64 length;	/* 0: type 1 unbind */
+			__u32 mr_lkey;
+			__u32 new_rkey;		/* low 8 bits are the consumer's */
+			__u32 access;		/* IBV_ACCESS_REMOTE_* */
+			__u32 flags;		/* SROCE_BIND_TYPE_1 */
+		} bind;
+		struct {
 			__u32 ah_num;		/* from sroce_create_ah_resp */
 			__u32 remote_qpn;
 			__u32 remote_qkey;
@@ -221,6 +236,8 @@ struct sroce_send_wqe {
  */
 #define SROCE_WR_ATOMIC_WRITE		15
 #define SROCE_WC_ATOMIC_WRITE		9
+
+#define SROCE_BIND_TYPE_1		(1u << 0)
 
 /* send_flags bits (the values of IBV_SEND_*). */
 #define SROCE_SEND_FENCE		(1u << 0)
