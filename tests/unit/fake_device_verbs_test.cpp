@@ -438,7 +438,7 @@ TEST_F(FakeDevice, ExtendedQpAndCq)
 	EXPECT_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)), 0);
 
 	/* Unsupported extended requests. */
-	a.send_ops_flags = IBV_QP_EX_WITH_BIND_MW;
+	a.send_ops_flags = IBV_QP_EX_WITH_TSO;
 	errno = 0;
 	EXPECT_EQ(ibv_create_qp_ex(ctx, &a), nullptr);
 	EXPECT_EQ(errno, EOPNOTSUPP);

@@ -306,6 +306,8 @@ int answer_no_response(const ib_uverbs_cmd_hdr *h, const void *buf, size_t len)
 		return len == sizeof(*h) + sizeof(ib_uverbs_dealloc_pd) ? 0 : EINVAL;
 	case IB_USER_VERBS_CMD_DEREG_MR:
 		return len == sizeof(*h) + sizeof(ib_uverbs_dereg_mr) ? 0 : EINVAL;
+	case IB_USER_VERBS_CMD_DEALLOC_MW:
+		return len == sizeof(*h) + sizeof(ib_uverbs_dealloc_mw) ? 0 : EINVAL;
 	case IB_USER_VERBS_CMD_DESTROY_AH: {
 		if (len != sizeof(*h) + sizeof(ib_uverbs_destroy_ah))
 			return EINVAL;
@@ -487,6 +489,13 @@ int answer(const void *buf, size_t len)
 		sroce_alloc_pd_resp drv = {};
 		drv.pdn = 42;
 		put(resp, out, sizeof(ib_uverbs_alloc_pd_resp), drv);
+		return 0;
+	}
+	case IB_USER_VERBS_CMD_ALLOC_MW: {
+		ib_uverbs_alloc_mw_resp r = {};
+		r.mw_handle = 4;
+		r.rkey = 0x80000123;
+		put(resp, out, 0, r);
 		return 0;
 	}
 	case IB_USER_VERBS_CMD_REG_MR: {

@@ -116,7 +116,10 @@ TEST(DeviceOps, AllocDeviceIsZeroedAndFreed)
 TEST(ContextOps, OnlyImplementedOpsAreSet)
 {
 	const verbs_context_ops &ops = sroce::context_ops;
+	EXPECT_EQ(ops.alloc_mw, &sroce_alloc_mw);
 	EXPECT_EQ(ops.alloc_pd, &sroce_alloc_pd);
+	EXPECT_EQ(ops.bind_mw, &sroce_bind_mw);
+	EXPECT_EQ(ops.dealloc_mw, &sroce_dealloc_mw);
 	EXPECT_EQ(ops.create_ah, &sroce_create_ah);
 	EXPECT_EQ(ops.create_cq, &sroce_create_cq);
 	EXPECT_EQ(ops.create_cq_ex, &sroce_create_cq_ex);
@@ -147,14 +150,17 @@ TEST(ContextOps, OnlyImplementedOpsAreSet)
 	static_assert(sizeof(slots) == sizeof(ops));
 	std::memcpy(slots, &ops, sizeof(ops));
 	const size_t set[] = {
+		offsetof(verbs_context_ops, alloc_mw),
 		offsetof(verbs_context_ops, alloc_parent_domain),
 		offsetof(verbs_context_ops, alloc_pd),
+		offsetof(verbs_context_ops, bind_mw),
 		offsetof(verbs_context_ops, create_ah),
 		offsetof(verbs_context_ops, create_cq),
 		offsetof(verbs_context_ops, create_cq_ex),
 		offsetof(verbs_context_ops, create_qp),
 		offsetof(verbs_context_ops, create_qp_ex),
 		offsetof(verbs_context_ops, create_srq),
+		offsetof(verbs_context_ops, dealloc_mw),
 		offsetof(verbs_context_ops, dealloc_pd),
 		offsetof(verbs_context_ops, dereg_mr),
 		offsetof(verbs_context_ops, destroy_ah),

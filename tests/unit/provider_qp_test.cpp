@@ -596,13 +596,14 @@ TEST_F(QpEx, ErrorsFailTheBatch)
 	ibv_wr_send(qpx);
 	EXPECT_EQ(ibv_wr_complete(qpx), EINVAL);
 	qpx->wr_flags = 0;
-	/* Operations sroce does not carry. */
+	/* An operation sroce does not carry. */
 	ibv_wr_start(qpx);
-	ibv_wr_local_inv(qpx, 5);
+	ibv_wr_send_tso(qpx, big.data(), 4, 4);
 	EXPECT_EQ(ibv_wr_complete(qpx), EOPNOTSUPP);
+	/* A bind without a window or without bind info. */
 	ibv_wr_start(qpx);
 	ibv_wr_bind_mw(qpx, nullptr, 1, nullptr);
-	EXPECT_EQ(ibv_wr_complete(qpx), EOPNOTSUPP);
+	EXPECT_EQ(ibv_wr_complete(qpx), EINVAL);
 	/* UD address on an RC QP. */
 	ibv_wr_start(qpx);
 	ibv_wr_send(qpx);
@@ -611,6 +612,72 @@ TEST_F(QpEx, ErrorsFailTheBatch)
 
 	EXPECT_EQ(q.sq_producer(), 0u);
 	EXPECT_EQ(q.cmd.doorbells(), 0);
+}
+
+TEST_F(QpEx, BindMwAndLocalInv)
+{
+	struct ibv_mr mr = {};
+	mr.lkey = 0x99;
+	struct ibv_mw mw = {};
+	mw.rkey = 0x500;
+	mw.type = IBV_MW_TYPE_2;
+	const struct ibv_mw_bind_info info = {&mr, 0x1000, 0x800, IBV_ACCESS_REMOTE_READ};
+	ibv_wr_start(qpx);
+	qpx->wr_id = 7;
+	ibv_wr_bind_mw(qpx, &mw, 0x501, &info);
+	qpx->wr_id = 8;
+	ibv_wr_local_inv(qpx, 0x501);
+	ASSERT_EQ(ibv_wr_complete(qpx), 0);
+	EXPECT_EQ(q.swqe(0).opcode, static_cast<uint32_t>(IBV_WR_BIND_MW));
+	EXPECT_EQ(q.swqe(0).imm_data, 0x500u);
+	EXPECT_EQ(q.swqe(0).wr.bind.new_rkey, 0x501u);
+	EXPECT_EQ(q.swqe(0).wr.bind.mr_lkey, 0x99u);
+	EXPECT_EQ(q.swqe(1).opcode, static_cast<uint32_t>(IBV_WR_LOCAL_INV));
+	EXPECT_EQ(q.swqe(1).imm_data, 0x501u);
+	EXPECT_EQ(q.swqe(1).wr_id, 8u);
+	/* a type 1 window is not bound this way */
+	mw.type = IBV_MW_TYPE_1;
+	ibv_wr_start(qpx);
+	ibv_wr_bind_mw(qpx, &mw, 0x501, &info);
+	EXPECT_EQ(ibv_wr_complete(qpx), EINVAL);
+	EXPECT_EQ(q.sq_producer(), 2u);
+}
+
+/* ibv_bind_mw(): one WQE with the next key, which the window then has. */
+TEST(BindMw, Type1PostsAndTakesTheNextKey)
+{
+	FakeQp q(IBV_QPT_RC);
+	ASSERT_EQ(q.attach_err, 0);
+	struct ibv_mr mr = {};
+	mr.lkey = 0x77;
+	struct ibv_mw mw = {};
+	mw.rkey = 0x123456ff;
+	mw.type = IBV_MW_TYPE_1;
+	struct ibv_mw_bind b = {};
+	b.wr_id = 0x42;
+	b.send_flags = IBV_SEND_SIGNALED;
+	b.bind_info = {&mr, 0x2000, 0x100, IBV_ACCESS_REMOTE_WRITE};
+	ASSERT_EQ(sroce_bind_mw(q.ibqp(), &mw, &b), 0);
+	EXPECT_EQ(mw.rkey, 0x12345600u);
+	EXPECT_EQ(q.sq_producer(), 1u);
+	EXPECT_EQ(q.swqe(0).wr_id, 0x42u);
+	EXPECT_EQ(q.swqe(0).imm_data, 0x123456ffu);
+	EXPECT_EQ(q.swqe(0).wr.bind.new_rkey, 0x12345600u);
+	EXPECT_EQ(q.swqe(0).wr.bind.flags, static_cast<uint32_t>(SROCE_BIND_TYPE_1));
+	EXPECT_EQ(q.cmd.doorbells(), 1);
+	/* unbind: no region, length 0 */
+	b.bind_info = {nullptr, 0, 0, 0};
+	ASSERT_EQ(sroce_bind_mw(q.ibqp(), &mw, &b), 0);
+	EXPECT_EQ(q.swqe(1).wr.bind.mr_lkey, 0u);
+	EXPECT_EQ(q.swqe(1).wr.bind.length, 0u);
+	/* refused: nothing posted, the key stays */
+	b.bind_info = {&mr, 0, 0x100, IBV_ACCESS_ZERO_BASED};
+	EXPECT_EQ(sroce_bind_mw(q.ibqp(), &mw, &b), EOPNOTSUPP);
+	EXPECT_EQ(mw.rkey, 0x12345601u);
+	EXPECT_EQ(q.sq_producer(), 2u);
+	q.ibqp()->state = IBV_QPS_INIT;
+	b.bind_info = {&mr, 0, 0x100, 0};
+	EXPECT_EQ(sroce_bind_mw(q.ibqp(), &mw, &b), EINVAL);
 }
 
 TEST_F(QpEx, OnlyTheOpsAskedFor)
@@ -663,8 +730,9 @@ TEST(QpExOps, PerQpType)
 	const uint64_t rc = sroce::supported_send_ops(IBV_QPT_RC);
 	EXPECT_TRUE(rc & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD);
 	EXPECT_TRUE(rc & IBV_QP_EX_WITH_SEND_WITH_INV);
-	EXPECT_FALSE(rc & IBV_QP_EX_WITH_BIND_MW);
-	EXPECT_FALSE(rc & IBV_QP_EX_WITH_LOCAL_INV);
+	EXPECT_TRUE(rc & IBV_QP_EX_WITH_BIND_MW);
+	EXPECT_TRUE(rc & IBV_QP_EX_WITH_LOCAL_INV);
+	EXPECT_TRUE(sroce::supported_send_ops(IBV_QPT_UC) & IBV_QP_EX_WITH_BIND_MW);
 	EXPECT_FALSE(rc & IBV_QP_EX_WITH_TSO);
 	EXPECT_TRUE(rc & IBV_QP_EX_WITH_ATOMIC_WRITE);
 	EXPECT_FALSE(sroce::supported_send_ops(IBV_QPT_UC) & IBV_QP_EX_WITH_ATOMIC_WRITE);
@@ -704,7 +772,7 @@ TEST(QpCreate, UnsupportedRequestsFailEarly)
 		  EOPNOTSUPP);
 	EXPECT_EQ(attempt([](auto &a) {
 			  a.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-			  a.send_ops_flags = IBV_QP_EX_WITH_BIND_MW;
+			  a.send_ops_flags = IBV_QP_EX_WITH_TSO;
 		  }),
 		  EOPNOTSUPP);
 	EXPECT_EQ(attempt([](auto &a) {

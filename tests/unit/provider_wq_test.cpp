@@ -433,8 +433,10 @@ TEST_F(SendWqe, OpcodesPerQpType)
 		{IBV_QPT_RC, IBV_WR_RDMA_READ, true},
 		{IBV_QPT_RC, IBV_WR_ATOMIC_FETCH_AND_ADD, true},
 		{IBV_QPT_RC, IBV_WR_SEND_WITH_INV, true},
-		{IBV_QPT_RC, IBV_WR_LOCAL_INV, false},
-		{IBV_QPT_RC, IBV_WR_BIND_MW, false},
+		{IBV_QPT_RC, IBV_WR_LOCAL_INV, true},
+		{IBV_QPT_UC, IBV_WR_LOCAL_INV, true},
+		{IBV_QPT_UD, IBV_WR_LOCAL_INV, false},
+		{IBV_QPT_UD, IBV_WR_BIND_MW, false},
 		{IBV_QPT_RC, IBV_WR_TSO, false},
 		{IBV_QPT_RC, IBV_WR_DRIVER1, false},
 		{IBV_QPT_RC, static_cast<ibv_wr_opcode>(99), false},
@@ -532,3 +534,57 @@ TEST(RecvWqe, ChainStopsAtFullRingAndPublishesTheRest)
 }
 
 } // namespace
+
+/* BIND_MW and LOCAL_INV carry no SGEs, whatever sg_list holds (sroce-abi.h). */
+TEST_F(SendWqe, BindMwLayoutAndChecks)
+{
+	struct ibv_mr mr = {};
+	mr.lkey = 0x4321;
+	struct ibv_mw mw = {};
+	mw.rkey = 0x12345607;
+	mw.type = IBV_MW_TYPE_2;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.bind_mw.mw = &mw;
+	wr.bind_mw.rkey = 0x12345608;
+	wr.bind_mw.bind_info = {&mr, 0x7000, 0x2000, IBV_ACCESS_REMOTE_WRITE};
+	ASSERT_EQ(write(), 0);
+	EXPECT_EQ(wqe().opcode, static_cast<uint32_t>(IBV_WR_BIND_MW));
+	EXPECT_EQ(wqe().num_sge, 0u);
+	EXPECT_EQ(wqe().imm_data, 0x12345607u);
+	EXPECT_EQ(wqe().wr.bind.addr, 0x7000u);
+	EXPECT_EQ(wqe().wr.bind.length, 0x2000u);
+	EXPECT_EQ(wqe().wr.bind.mr_lkey, 0x4321u);
+	EXPECT_EQ(wqe().wr.bind.new_rkey, 0x12345608u);
+	EXPECT_EQ(wqe().wr.bind.access, static_cast<uint32_t>(IBV_ACCESS_REMOTE_WRITE));
+	EXPECT_EQ(wqe().wr.bind.flags, 0u);
+
+	/* the new key may change the low 8 bits only */
+	wr.bind_mw.rkey = 0x12345708;
+	EXPECT_EQ(write(), EINVAL);
+	wr.bind_mw.rkey = 0x12345608;
+	/* type 1 windows are bound with ibv_bind_mw() */
+	mw.type = IBV_MW_TYPE_1;
+	EXPECT_EQ(write(), EINVAL);
+	mw.type = IBV_MW_TYPE_2;
+	wr.bind_mw.bind_info.mr = nullptr;
+	EXPECT_EQ(write(), EINVAL);
+	wr.bind_mw.bind_info.mr = &mr;
+	wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_ZERO_BASED;
+	EXPECT_EQ(write(), EOPNOTSUPP);
+	wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_MW_BIND;
+	EXPECT_EQ(write(), EINVAL);
+	wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ;
+	wr.bind_mw.mw = nullptr;
+	EXPECT_EQ(write(), EINVAL);
+	wr.bind_mw.mw = &mw;
+	wr.send_flags |= IBV_SEND_INLINE;
+	EXPECT_EQ(write(), EINVAL);
+	wr.send_flags &= ~IBV_SEND_INLINE;
+	EXPECT_EQ(write(), 0);
+
+	wr.opcode = IBV_WR_LOCAL_INV;
+	wr.invalidate_rkey = 0xabcdef01;
+	ASSERT_EQ(write(), 0);
+	EXPECT_EQ(wqe().imm_data, 0xabcdef01u);
+	EXPECT_EQ(wqe().num_sge, 0u);
+}

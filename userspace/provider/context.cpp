@@ -18,14 +18,17 @@ namespace sroce {
  */
 constinit const verbs_context_ops context_ops = [] {
 	verbs_context_ops ops{};
+	ops.alloc_mw = sroce_alloc_mw;
 	ops.alloc_parent_domain = sroce_alloc_parent_domain;
 	ops.alloc_pd = sroce_alloc_pd;
+	ops.bind_mw = sroce_bind_mw;
 	ops.create_ah = sroce_create_ah;
 	ops.create_cq = sroce_create_cq;
 	ops.create_cq_ex = sroce_create_cq_ex;
 	ops.create_qp = sroce_create_qp;
 	ops.create_qp_ex = sroce_create_qp_ex;
 	ops.create_srq = sroce_create_srq;
+	ops.dealloc_mw = sroce_dealloc_mw;
 	ops.dealloc_pd = sroce_dealloc_pd;
 	ops.dereg_mr = sroce_dereg_mr;
 	ops.destroy_ah = sroce_destroy_ah;

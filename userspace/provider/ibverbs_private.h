@@ -339,7 +339,7 @@ static_assert(sizeof(verbs_cq) == 288 && offsetof(verbs_cq, cq) == 0 &&
 struct verbs_context_ops {
 	sroce_op_slot advise_mr;
 	sroce_op_slot alloc_dm;
-	sroce_op_slot alloc_mw;
+	struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
 	sroce_op_slot alloc_null_mr;
 	struct ibv_pd *(*alloc_parent_domain)(
 		struct ibv_context *context,
@@ -349,7 +349,8 @@ struct verbs_context_ops {
 	sroce_op_slot async_event;
 	sroce_op_slot attach_counters_point_flow;
 	sroce_op_slot attach_mcast;
-	sroce_op_slot bind_mw;
+	int (*bind_mw)(struct ibv_qp *qp, struct ibv_mw *mw,
+		       struct ibv_mw_bind *mw_bind);
 	sroce_op_slot close_xrcd;
 	sroce_op_slot cq_event;
 	struct ibv_ah *(*create_ah)(struct ibv_pd *pd, struct ibv_ah_attr *attr);
@@ -370,7 +371,7 @@ struct verbs_context_ops {
 				      struct ibv_srq_init_attr *attr);
 	sroce_op_slot create_srq_ex;
 	sroce_op_slot create_wq;
-	sroce_op_slot dealloc_mw;
+	int (*dealloc_mw)(struct ibv_mw *mw);
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	sroce_op_slot dealloc_td;
 	int (*dereg_mr)(struct verbs_mr *vmr);
@@ -583,6 +584,22 @@ struct resp_alloc_pd_core {
 };
 static_assert(sizeof(resp_alloc_pd_core) == sizeof(ib_uverbs_alloc_pd_resp));
 static_assert(sizeof(ib_uverbs_alloc_pd_resp) == 4);
+
+/* IB_USER_VERBS_CMD_ALLOC_MW: libibverbs' struct ibv_alloc_mw */
+struct cmd_alloc_mw {
+	ib_uverbs_cmd_hdr hdr;
+	uint64_t response;
+	uint32_t pd_handle;
+	uint8_t mw_type;
+	uint8_t reserved[3];
+};
+static_assert(sizeof(ib_uverbs_alloc_mw) == 16);
+static_assert(offsetof(cmd_alloc_mw, mw_type) ==
+	      sizeof(ib_uverbs_cmd_hdr) + offsetof(ib_uverbs_alloc_mw, mw_type));
+static_assert(sizeof(cmd_alloc_mw) ==
+	      sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_alloc_mw));
+/* 8 bytes, no driver data: the uapi struct itself is passed. */
+static_assert(sizeof(ib_uverbs_alloc_mw_resp) == 8);
 
 /* IB_USER_VERBS_CMD_REG_MR: libibverbs' struct ibv_reg_mr */
 struct cmd_reg_mr {
@@ -892,6 +909,12 @@ int ibv_cmd_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 		   sroce::abi::cmd_reg_mr *cmd, size_t cmd_size,
 		   struct ib_uverbs_reg_mr_resp *resp, size_t resp_size);
 int ibv_cmd_dereg_mr(verbs_mr *vmr);
+/* Fills mw's context, pd, rkey, handle and type. */
+int ibv_cmd_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type,
+		     struct ibv_mw *mw, sroce::abi::cmd_alloc_mw *cmd,
+		     size_t cmd_size, struct ib_uverbs_alloc_mw_resp *resp,
+		     size_t resp_size);
+int ibv_cmd_dealloc_mw(struct ibv_mw *mw);
 /*
  * Sets vmr->ibv_mr's lkey and rkey from the reply (and context with
  * IBV_REREG_MR_CHANGE_PD); ibv_rereg_mr() updates pd, addr and length.

@@ -241,18 +241,28 @@ void wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr,
 	}
 }
 
+/* Type 2B windows only: type 1 windows are bound with ibv_bind_mw(). */
+void wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
+		const struct ibv_mw_bind_info *bind_info)
+{
+	auto *w = begin_wqe(qpx, IBV_WR_BIND_MW, IBV_QP_EX_WITH_BIND_MW);
+	if (!w)
+		return;
+	if (!bind_info) {
+		fail_batch(qpx, EINVAL);
+		return;
+	}
+	if (const int err = wq::put_bind(w, mw, rkey, *bind_info, false))
+		fail_batch(qpx, err);
+}
+
+void wr_local_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
+{
+	if (auto *w = begin_wqe(qpx, IBV_WR_LOCAL_INV, IBV_QP_EX_WITH_LOCAL_INV))
+		wq::put_invalidate(w, invalidate_rkey);
+}
+
 /* Builders for operations sroce does not carry: the batch fails. */
-void wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *, uint32_t,
-		const struct ibv_mw_bind_info *)
-{
-	fail_batch(qpx, EOPNOTSUPP);
-}
-
-void wr_local_inv(struct ibv_qp_ex *qpx, uint32_t)
-{
-	fail_batch(qpx, EOPNOTSUPP);
-}
-
 void wr_send_tso(struct ibv_qp_ex *qpx, void *, uint16_t, uint16_t)
 {
 	fail_batch(qpx, EOPNOTSUPP);
@@ -403,8 +413,11 @@ fail:
 uint64_t supported_send_ops(uint32_t qp_type)
 {
 	constexpr uint64_t send = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
-	constexpr uint64_t write = IBV_QP_EX_WITH_RDMA_WRITE |
-				   IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+	/* RC and UC: writes, and windows (bind, local invalidation) */
+	constexpr uint64_t rc_uc = IBV_QP_EX_WITH_RDMA_WRITE |
+				   IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+				   IBV_QP_EX_WITH_BIND_MW |
+				   IBV_QP_EX_WITH_LOCAL_INV;
 	constexpr uint64_t rc_only = IBV_QP_EX_WITH_RDMA_READ |
 				     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 				     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
@@ -413,9 +426,9 @@ uint64_t supported_send_ops(uint32_t qp_type)
 
 	switch (qp_type) {
 	case IBV_QPT_RC:
-		return send | write | rc_only;
+		return send | rc_uc | rc_only;
 	case IBV_QPT_UC:
-		return send | write;
+		return send | rc_uc;
 	case IBV_QPT_UD:
 		return send;
 	default:
@@ -611,6 +624,42 @@ int sroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	}
 	if (err)
 		*bad_wr = wr;
+	return err;
+}
+
+/*
+ * ibv_bind_mw(): a type 1 window is bound by a BIND_MW work request with
+ * the next rkey (ibv_inc_rkey()), which mw->rkey takes once it is posted.
+ * libibverbs has checked the type, the PD and a range without region.
+ */
+int sroce_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
+		  struct ibv_mw_bind *mw_bind)
+{
+	sroce::qp *qp = sroce::get_qp(ibqp);
+	const uint32_t new_rkey = ibv_inc_rkey(mw->rkey);
+	int err;
+
+	if (!sroce::send_state_ok(ibqp->state))
+		return EINVAL;
+	pthread_spin_lock(&qp->sq_lock);
+	if (!sroce::wq::reserve(qp->sq)) {
+		pthread_spin_unlock(&qp->sq_lock);
+		return ENOMEM;
+	}
+	auto *w = static_cast<sroce_send_wqe *>(sroce::wq::slot(qp->sq));
+	err = sroce::wq::put_send_header(w, qp->sq_caps, mw_bind->wr_id,
+					 IBV_WR_BIND_MW, mw_bind->send_flags);
+	if (!err)
+		err = sroce::wq::put_bind(w, mw, new_rkey, mw_bind->bind_info, true);
+	if (!err) {
+		sroce::wq::advance(qp->sq);
+		sroce::wq::publish(qp->sq);
+		mw->rkey = new_rkey;
+	}
+	pthread_spin_unlock(&qp->sq_lock);
+
+	if (!err && sroce::wq::need_doorbell(qp->sq))
+		err = sroce::doorbell(qp);
 	return err;
 }
 

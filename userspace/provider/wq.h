@@ -55,6 +55,8 @@ static_assert(int{IBV_WR_RDMA_READ} == int{IB_UVERBS_WR_RDMA_READ});
 static_assert(int{IBV_WR_ATOMIC_CMP_AND_SWP} == int{IB_UVERBS_WR_ATOMIC_CMP_AND_SWP});
 static_assert(int{IBV_WR_ATOMIC_FETCH_AND_ADD} == int{IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD});
 static_assert(int{IBV_WR_SEND_WITH_INV} == int{IB_UVERBS_WR_SEND_WITH_INV});
+static_assert(int{IBV_WR_BIND_MW} == int{IB_UVERBS_WR_BIND_MW});
+static_assert(int{IBV_WR_LOCAL_INV} == int{IB_UVERBS_WR_LOCAL_INV});
 
 /* WQE send_flags are libibverbs' IBV_SEND_* bits. */
 static_assert(unsigned{IBV_SEND_FENCE} == SROCE_SEND_FENCE &&
@@ -255,6 +257,8 @@ constexpr bool opcode_allowed(uint32_t qp_type, uint32_t opcode)
 		return rc || uc || ud;
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_BIND_MW:
+	case IBV_WR_LOCAL_INV:
 		return rc || uc;
 	case IBV_WR_RDMA_READ:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
@@ -404,6 +408,40 @@ inline void put_invalidate(sroce_send_wqe *w, uint32_t rkey)
 	w->imm_data = rkey;
 }
 
+/* Rights a window can grant; LOCAL_WRITE is accepted and means nothing. */
+inline constexpr unsigned int kMwAccess = IBV_ACCESS_LOCAL_WRITE |
+					  IBV_ACCESS_REMOTE_WRITE |
+					  IBV_ACCESS_REMOTE_READ |
+					  IBV_ACCESS_REMOTE_ATOMIC;
+
+/*
+ * The body of a BIND_MW WQE (sroce-abi.h): the window's current rkey names
+ * it, new_rkey may change the low 8 bits only. Without a region only a
+ * type 1 window can be bound, with length 0 (unbound). Zero-based windows
+ * are not supported. Returns 0, EINVAL or EOPNOTSUPP.
+ */
+inline int put_bind(sroce_send_wqe *w, const struct ibv_mw *mw,
+		    uint32_t new_rkey, const struct ibv_mw_bind_info &b,
+		    bool type1)
+{
+	if (!mw || (type1 != (mw->type == IBV_MW_TYPE_1)) ||
+	    (new_rkey >> 8) != (mw->rkey >> 8))
+		return EINVAL;
+	if (b.mw_access_flags & IBV_ACCESS_ZERO_BASED)
+		return EOPNOTSUPP;
+	if ((b.mw_access_flags & ~kMwAccess) ||
+	    (!b.mr && (!type1 || b.addr || b.length)))
+		return EINVAL;
+	w->imm_data = mw->rkey;
+	w->wr.bind.addr = b.addr;
+	w->wr.bind.length = b.length;
+	w->wr.bind.mr_lkey = b.mr ? b.mr->lkey : 0;
+	w->wr.bind.new_rkey = new_rkey;
+	w->wr.bind.access = b.mw_access_flags;
+	w->wr.bind.flags = type1 ? SROCE_BIND_TYPE_1 : 0;
+	return 0;
+}
+
 /*
  * A whole ibv_send_wr into a free slot. ah_num is the sroce AH number of
  * wr.wr.ud.ah (UD QPs only). Returns 0 or EINVAL; on error the slot holds
@@ -419,6 +457,15 @@ inline int write_send_wqe(void *slot, const send_caps &c,
 	int err = put_send_header(w, c, wr.wr_id, wr.opcode, wr.send_flags);
 	if (err)
 		return err;
+
+	/* Local operations: no SGEs, whatever sg_list holds. */
+	if (wr.opcode == IBV_WR_BIND_MW)
+		return put_bind(w, wr.bind_mw.mw, wr.bind_mw.rkey,
+				wr.bind_mw.bind_info, false);
+	if (wr.opcode == IBV_WR_LOCAL_INV) {
+		put_invalidate(w, wr.invalidate_rkey);
+		return 0;
+	}
 
 	const auto n = static_cast<size_t>(wr.num_sge);
 	if (wr.send_flags & IBV_SEND_INLINE)
