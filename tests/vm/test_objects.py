@@ -118,7 +118,18 @@ BREADTH_CHECKS = (
     "parent_domain_dealloc", "qp_reset_drops_its_unpolled_completions",
     "srq_resize_advertised", "srq_resize_below_posted_refused", "atomic_write_lands",
     "atomic_write_misaligned_refused", "atomic_write_needs_remote_write",
-    "atomic_write_not_through_post_send", "srq_resize_keeps_posted_wqes", "breadth_teardown")
+    "atomic_write_not_through_post_send", "srq_resize_keeps_posted_wqes",
+    "mw_alloc", "mw_alloc_type3_refused", "mw_region_itself_not_remote", "mw_type1_bind",
+    "mw_type1_write_lands", "mw_type1_region_outside_untouched",
+    "mw_type1_outside_window_refused", "mw_type1_crossing_end_refused",
+    "mw_type1_old_rkey_refused", "mw_dereg_region_with_window_busy", "mw_type1_rebind",
+    "mw_type1_read_only_write_refused", "mw_type1_unbind", "mw_type1_unbound_refused",
+    "mw_type1_unbound_old_key_refused", "mw_type1_not_through_post_send",
+    "mw_type2_bind_and_write_on_bound_qp", "mw_type2_other_qp_refused",
+    "mw_type2_alloc_rkey_refused", "mw_type2_local_invalidate", "mw_type2_remote_invalidate",
+    "mw_type2_bind_bound_refused", "mw_type2_dealloc_bound", "mw_bind_region_without_mw_bind",
+    "mw_bind_remote_write_needs_local_write", "mw_bind_beyond_region",
+    "mw_bind_region_of_other_pd", "mw_teardown", "breadth_teardown")
 
 
 def test_verbs_breadth(g0):
@@ -126,8 +137,11 @@ def test_verbs_breadth(g0):
     to shrink below them), a CQ resized 40 times while another thread polls it loses
     and reorders nothing; rereg_mr moves a region, changes its access and PD under
     the same keys (each checked by RDMA WRITEs that land or are refused), a failing
-    rereg leaves the region working; a parent domain carries QPs, an SRQ, CQs and an MR. Every
-    message is checked byte by byte."""
+    rereg leaves the region working; a parent domain carries QPs, an SRQ, CQs and an MR;
+    memory windows of type 1 and 2B grant remote writes on part of a region, within their
+    range, rights and QP, until they are unbound, invalidated (locally or by a
+    SEND_WITH_INV) or deallocated, and a bind that breaks a rule fails. Every message is
+    checked byte by byte."""
     r = g0.run("timeout -s KILL 150 %s/sroce-objects-test sroce0 breadth" % TOOLS,
                timeout=180)
     print(r.out)

@@ -2023,6 +2023,294 @@ void atomic_write(Env &e)
 	ibv_dereg_mr(ro);
 }
 
+/* ------------------------------------------------------ memory windows */
+
+/* The completion of a bind or LOCAL_INV on s: its status, -1 if the post was refused, -2 none. */
+int local_op_status(Side &s, int post_rc, uint64_t wr_id, enum ibv_wc_opcode op)
+{
+	if (post_rc)
+		return -1;
+	struct ibv_wc wc;
+	if (!wait_wc(s.scq, &wc))
+		return -2;
+	if (wc.wr_id != wr_id || (wc.status == IBV_WC_SUCCESS && wc.opcode != op))
+		return -3;
+	return wc.status;
+}
+
+/* ibv_bind_mw() of a type 1 window on s. */
+int bind1(Side &s, struct ibv_mw *mw, struct ibv_mr *mr, void *addr, size_t len,
+	  unsigned int access)
+{
+	struct ibv_mw_bind b = {};
+	b.wr_id = 0xb1;
+	b.send_flags = IBV_SEND_SIGNALED;
+	b.bind_info = {mr, reinterpret_cast<uintptr_t>(addr), len, access};
+	return local_op_status(s, ibv_bind_mw(s.qp, mw, &b), 0xb1, IBV_WC_BIND_MW);
+}
+
+/* IBV_WR_BIND_MW of a type 2B window on s, with rkey as its new key. */
+int bind2(Side &s, struct ibv_mw *mw, uint32_t rkey, struct ibv_mr *mr, void *addr,
+	  size_t len, unsigned int access)
+{
+	struct ibv_send_wr wr = {}, *bad = nullptr;
+	wr.wr_id = 0xb2;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = rkey;
+	wr.bind_mw.bind_info = {mr, reinterpret_cast<uintptr_t>(addr), len, access};
+	return local_op_status(s, ibv_post_send(s.qp, &wr, &bad), 0xb2, IBV_WC_BIND_MW);
+}
+
+std::string status_text(int st)
+{
+	return st >= 0 ? ibv_wc_status_str(static_cast<enum ibv_wc_status>(st))
+		       : strf("%d", st);
+}
+
+/* A bind on a fresh pair's receiving QP that must fail with MW_BIND_ERR. */
+void bind_refused(Env &e, const char *name, struct ibv_mr *mr, void *addr, size_t len,
+		  unsigned int access)
+{
+	Pair p;
+	struct ibv_mw *mw = ibv_alloc_mw(e.pd, IBV_MW_TYPE_2);
+	if (!mw || !make_pair(e, p, IBV_QPT_RC)) {
+		if (mw)
+			ibv_dealloc_mw(mw);
+		return setup_failed(name, p);
+	}
+	const int st = bind2(p.b, mw, ibv_inc_rkey(mw->rkey), mr, addr, len, access);
+	std::string why = st == IBV_WC_MW_BIND_ERR ? "" : "status " + status_text(st);
+	destroy_pair(p, &why);
+	if (ibv_dealloc_mw(mw))
+		why += " dealloc";
+	check(name, why.empty(), why);
+}
+
+/*
+ * Memory windows (IBTA 10.6.7). The region allows local write and binding
+ * only; windows grant remote rights on a part of it, [4 KiB, 12 KiB).
+ */
+void memory_windows(Env &e)
+{
+	constexpr size_t kLen = 64 << 10;
+	constexpr unsigned int kRW = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	Mapping m(kLen);
+	struct ibv_mr *mr = m ? ibv_reg_mr(e.pd, m.p(), kLen, IBV_ACCESS_LOCAL_WRITE |
+					   IBV_ACCESS_MW_BIND) : nullptr;
+	struct ibv_mw *w1 = ibv_alloc_mw(e.pd, IBV_MW_TYPE_1);
+	struct ibv_mw *w2 = ibv_alloc_mw(e.pd, IBV_MW_TYPE_2);
+	check("mw_alloc", mr && w1 && w2 && w1->type == IBV_MW_TYPE_1 &&
+		      w2->type == IBV_MW_TYPE_2 && w1->rkey != w2->rkey, errno_text(errno));
+	errno = 0;
+	struct ibv_mw *w3 = ibv_alloc_mw(e.pd, static_cast<enum ibv_mw_type>(3));
+	check("mw_alloc_type3_refused", !w3 && errno == EINVAL, errno_text(errno));
+	if (w3)
+		ibv_dealloc_mw(w3);
+	if (!mr || !w1 || !w2)
+		return;
+	uint8_t *win = m.p(4096);
+	write_check(e, "mw_region_itself_not_remote", win, mr->rkey, 20, IBV_WC_REM_ACCESS_ERR);
+
+	/* type 1: bound by ibv_bind_mw on any QP of the PD, used from any */
+	{
+		Pair p;
+		std::string why;
+		const uint32_t k0 = w1->rkey;
+		if (!make_pair(e, p, IBV_QPT_RC)) {
+			why = "pair";
+		} else {
+			const int st = bind1(p.a, w1, mr, win, 8192, kRW);
+			if (st)
+				why = "bind " + status_text(st);
+			else if (w1->rkey == k0 || (w1->rkey >> 8) != (k0 >> 8))
+				why = strf("rkey %#x after %#x", w1->rkey, k0);
+		}
+		destroy_pair(p, &why);
+		check("mw_type1_bind", why.empty(), why);
+		write_check(e, "mw_type1_write_lands", win + 100, w1->rkey, 21, IBV_WC_SUCCESS);
+		check("mw_type1_region_outside_untouched",
+		      *m.p(0) == 0 && *m.p(4095) == 0 && *m.p(12288) == 0);
+		write_check(e, "mw_type1_outside_window_refused", m.p(0), w1->rkey, 22,
+			    IBV_WC_REM_ACCESS_ERR);
+		write_check(e, "mw_type1_crossing_end_refused", win + 8192 - 100, w1->rkey, 23,
+			    IBV_WC_REM_ACCESS_ERR);
+		write_check(e, "mw_type1_old_rkey_refused", win, k0, 24, IBV_WC_REM_ACCESS_ERR);
+		const int busy = ibv_dereg_mr(mr);
+		check("mw_dereg_region_with_window_busy", busy == EBUSY,
+		      strf("dereg %d", busy));
+
+		/* rebind read-only: writes refused; zero length: unbound */
+		why.clear();
+		if (!make_pair(e, p, IBV_QPT_RC)) {
+			why = "pair";
+		} else {
+			int st = bind1(p.b, w1, mr, win, 8192, IBV_ACCESS_REMOTE_READ);
+			if (st)
+				why = "rebind " + status_text(st);
+		}
+		destroy_pair(p, &why);
+		check("mw_type1_rebind", why.empty(), why);
+		write_check(e, "mw_type1_read_only_write_refused", win, w1->rkey, 25,
+			    IBV_WC_REM_ACCESS_ERR);
+		const uint32_t k1 = w1->rkey;
+		why.clear();
+		if (!make_pair(e, p, IBV_QPT_RC)) {
+			why = "pair";
+		} else {
+			const int st = bind1(p.a, w1, mr, win, 0, 0);
+			if (st)
+				why = "unbind " + status_text(st);
+		}
+		destroy_pair(p, &why);
+		check("mw_type1_unbind", why.empty(), why);
+		write_check(e, "mw_type1_unbound_refused", win, w1->rkey, 26, IBV_WC_REM_ACCESS_ERR);
+		write_check(e, "mw_type1_unbound_old_key_refused", win, k1, 27,
+			    IBV_WC_REM_ACCESS_ERR);
+
+		/* ibv_post_send cannot bind a type 1 window */
+		why.clear();
+		if (!make_pair(e, p, IBV_QPT_RC))
+			why = "pair";
+		else if (bind2(p.a, w1, ibv_inc_rkey(w1->rkey), mr, win, 8192, kRW) != -1)
+			why = "ibv_post_send took it";
+		destroy_pair(p, &why);
+		check("mw_type1_not_through_post_send", why.empty(), why);
+	}
+
+	/* type 2B: bound by a work request to the QP that posted it */
+	{
+		Pair p;
+		std::string why;
+		const uint32_t k = ibv_inc_rkey(w2->rkey);
+		if (!make_pair(e, p, IBV_QPT_RC)) {
+			why = "pair";
+		} else {
+			int st = bind2(p.b, w2, k, mr, win, 8192, kRW);
+			if (st)
+				why = "bind " + status_text(st);
+			else if ((st = write_to(e, p.a, win + 8, k, 30, 4096)) != IBV_WC_SUCCESS)
+				why = "write " + status_text(st);
+			else if (first_bad(win + 8, 30, 4096) >= 0)
+				why = "bytes differ";
+		}
+		check("mw_type2_bind_and_write_on_bound_qp", why.empty(), why);
+		/* through another QP of the same PD: refused */
+		write_check(e, "mw_type2_other_qp_refused", win, k, 31, IBV_WC_REM_ACCESS_ERR);
+		write_check(e, "mw_type2_alloc_rkey_refused", win, w2->rkey, 32,
+			    IBV_WC_REM_ACCESS_ERR);
+		/* bound already: a second bind fails until it is invalidated */
+		if (why.empty()) {
+			struct ibv_send_wr wr = {}, *bad = nullptr;
+			wr.wr_id = 0x1a;
+			wr.opcode = IBV_WR_LOCAL_INV;
+			wr.send_flags = IBV_SEND_SIGNALED;
+			wr.invalidate_rkey = k;
+			int st = local_op_status(p.a, ibv_post_send(p.a.qp, &wr, &bad), 0x1a,
+						 IBV_WC_LOCAL_INV);
+			if (st)
+				why = "local_inv " + status_text(st);
+			else if ((st = write_to(e, p.a, win, k, 33, 64)) != IBV_WC_REM_ACCESS_ERR)
+				why = "write after local_inv " + status_text(st);
+		}
+		destroy_pair(p, &why);
+		check("mw_type2_local_invalidate", why.empty(), why);
+
+		/* remote invalidation: SEND_WITH_INV to the bound QP */
+		const uint32_t k2 = ibv_inc_rkey(k);
+		why.clear();
+		if (!make_pair(e, p, IBV_QPT_RC)) {
+			why = "pair";
+		} else {
+			int st = bind2(p.b, w2, k2, mr, win, 8192, kRW);
+			struct ibv_send_wr wr = {}, *bad = nullptr;
+			struct ibv_sge sge = {reinterpret_cast<uintptr_t>(e.buf), kMsg, e.mr->lkey};
+			wr.wr_id = 0x5e;
+			wr.sg_list = &sge;
+			wr.num_sge = 1;
+			wr.opcode = IBV_WR_SEND_WITH_INV;
+			wr.send_flags = IBV_SEND_SIGNALED;
+			wr.invalidate_rkey = k2;
+			struct ibv_wc wc = {}, rwc = {};
+			fill(e.buf, 34, kMsg);
+			if (st)
+				why = "bind " + status_text(st);
+			else if (recv_slot(e, p.b, 34) || ibv_post_send(p.a.qp, &wr, &bad))
+				why = "post";
+			else if (!wait_wc(p.a.scq, &wc) || wc.status != IBV_WC_SUCCESS)
+				why = "send " + wc_text(wc);
+			else if (!wait_wc(p.b.rcq, &rwc) || rwc.status != IBV_WC_SUCCESS ||
+				 !(rwc.wc_flags & IBV_WC_WITH_INV) || rwc.invalidated_rkey != k2)
+				why = strf("recv %s flags %#x inv %#x", wc_text(rwc).c_str(),
+					   rwc.wc_flags, rwc.invalidated_rkey);
+			else if ((st = write_to(e, p.a, win, k2, 35, 64)) != IBV_WC_REM_ACCESS_ERR)
+				why = "write after remote invalidation " + status_text(st);
+		}
+		destroy_pair(p, &why);
+		check("mw_type2_remote_invalidate", why.empty(), why);
+
+		/* bound twice: the second bind fails, the QP enters ERR */
+		const uint32_t k3 = ibv_inc_rkey(k2);
+		why.clear();
+		if (!make_pair(e, p, IBV_QPT_RC)) {
+			why = "pair";
+		} else {
+			int st = bind2(p.b, w2, k3, mr, win, 8192, kRW);
+			if (st)
+				why = "bind " + status_text(st);
+			else if ((st = bind2(p.b, w2, ibv_inc_rkey(k3), mr, win, 4096, kRW)) !=
+				 IBV_WC_MW_BIND_ERR)
+				why = "second bind " + status_text(st);
+			else if (wait_err(p.b.qp) != IBV_QPS_ERR)
+				why = "QP not in ERR";
+		}
+		destroy_pair(p, &why);
+		check("mw_type2_bind_bound_refused", why.empty(), why);
+
+		/* deallocating a bound window ends its access and frees the region */
+		why.clear();
+		if (!make_pair(e, p, IBV_QPT_RC)) {
+			why = "pair";
+		} else {
+			/* k3 is still bound, to a QP now destroyed: dealloc anyway */
+			int st = ibv_dealloc_mw(w2);
+			w2 = nullptr;
+			if (st)
+				why = "dealloc " + errno_text(st);
+			else if ((st = write_to(e, p.a, win, k3, 36, 64)) != IBV_WC_REM_ACCESS_ERR)
+				why = "write after dealloc " + status_text(st);
+		}
+		destroy_pair(p, &why);
+		check("mw_type2_dealloc_bound", why.empty(), why);
+	}
+
+	/* the checks of a bind */
+	Mapping n(8192);
+	struct ibv_mr *nobind = n ? ibv_reg_mr(e.pd, n.p(), 8192, IBV_ACCESS_LOCAL_WRITE) : nullptr;
+	struct ibv_mr *noLW = n ? ibv_reg_mr(e.pd, n.p(), 8192, IBV_ACCESS_MW_BIND) : nullptr;
+	bind_refused(e, "mw_bind_region_without_mw_bind", nobind, n.p(), 4096, kRW);
+	bind_refused(e, "mw_bind_remote_write_needs_local_write", noLW, n.p(), 4096,
+		     IBV_ACCESS_REMOTE_WRITE);
+	bind_refused(e, "mw_bind_beyond_region", mr, m.p(kLen - 4096), 8192, kRW);
+	struct ibv_pd *pd2 = ibv_alloc_pd(e.ctx);
+	struct ibv_mr *other = pd2 ? ibv_reg_mr(pd2, n.p(), 8192, IBV_ACCESS_LOCAL_WRITE |
+						IBV_ACCESS_MW_BIND) : nullptr;
+	bind_refused(e, "mw_bind_region_of_other_pd", other, n.p(), 4096, kRW);
+	if (other)
+		ibv_dereg_mr(other);
+	if (pd2)
+		ibv_dealloc_pd(pd2);
+	if (nobind)
+		ibv_dereg_mr(nobind);
+	if (noLW)
+		ibv_dereg_mr(noLW);
+
+	const int rc1 = ibv_dealloc_mw(w1);
+	const int rc2 = w2 ? ibv_dealloc_mw(w2) : 0;
+	check("mw_teardown", rc1 == 0 && rc2 == 0 && ibv_dereg_mr(mr) == 0);
+}
+
 struct AllocLog {
 	std::atomic<int> allocs{0};
 	std::atomic<int> frees{0};
@@ -2162,6 +2450,7 @@ void breadth_cases(wqs::Env &e, const char *only)
 		{"reset_cleans_cq", breadth::reset_cleans_cq},
 		{"srq_resize", breadth::srq_resize},
 		{"atomic_write", breadth::atomic_write},
+		{"memory_windows", breadth::memory_windows},
 	}, only);
 }
 

@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include <fcntl.h>
+
 #include <infiniband/verbs.h>
 
 #include "verbs_harness.h"
@@ -232,11 +234,24 @@ int main(int argc, char **argv)
 					 },
 					 [](struct ibv_mr *mr) { ibv_dereg_mr(mr); });
 			 }},
-			{"alloc_mw", Expect::unsupported,
+			{"alloc_mw", Expect::works,
 			 [&] {
 				 return creating<struct ibv_mw>(
 					 [&] { return ibv_alloc_mw(pd, IBV_MW_TYPE_1); },
 					 [](struct ibv_mw *mw) { ibv_dealloc_mw(mw); });
+			 }},
+			{"open_xrcd", Expect::unsupported,
+			 [&] {
+				 return creating<struct ibv_xrcd>(
+					 [&] {
+						 struct ibv_xrcd_init_attr a = {};
+						 a.comp_mask = IBV_XRCD_INIT_ATTR_FD |
+							       IBV_XRCD_INIT_ATTR_OFLAGS;
+						 a.fd = -1;
+						 a.oflags = O_CREAT;
+						 return ibv_open_xrcd(ctx, &a);
+					 },
+					 [](struct ibv_xrcd *x) { ibv_close_xrcd(x); });
 			 }},
 			{"create_srq", Expect::works,
 			 [&] {
