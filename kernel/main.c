@@ -158,6 +158,7 @@ void sroce_dealloc_driver(struct ib_device *ibdev)
 	struct net_device *ndev;
 
 	ida_destroy(&sdev->pd_ida);
+	sroce_mcast_fini_dev(sdev);
 	sroce_mw_fini_dev(sdev);
 	sroce_mr_fini_dev(sdev);
 	sroce_qp_fini_dev(sdev);
@@ -299,6 +300,7 @@ static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 	ida_init(&sdev->pd_ida);
 	sroce_mr_init_dev(sdev);
 	sroce_mw_init_dev(sdev);
+	sroce_mcast_init_dev(sdev);
 	sroce_qp_init_dev(sdev);
 	sroce_ah_init_dev(sdev);
 	sroce_net_init_dev(sdev);

@@ -214,6 +214,10 @@ static void sroce_rcv_pkt(struct sroce_dev *sdev, struct sk_buff *skb,
 		return;
 	}
 
+	if (sroce_bth_dqpn(bth) == SROCE_MCAST_QPN) {
+		sroce_mcast_rcv(sdev, skb, pkt);
+		return;
+	}
 	qp = sroce_qp_get(sdev, sroce_bth_dqpn(bth));
 	if (!qp) {
 		sroce_cnt_add(sdev, SROCE_CNT_RX_NO_QP, 1);

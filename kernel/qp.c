@@ -693,6 +693,7 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct sroce_qp *qp = to_sqp(ibqp);
 	struct sroce_dev *sdev = qp->sdev;
 
+	sroce_mcast_qp_gone(qp);
 	spin_lock_bh(&qp->sq_lock);
 	spin_lock(&qp->rq_lock);
 	qp->dead = true;

@@ -81,7 +81,8 @@
  *  max_fast_reg_page_list_len 512 pages per fast-registration MR
  *  max_pkeys     1        the default P_Key only
  *  max_mw        0x10000  memory windows, type 1 and 2B (user space only)
- *  multicast     0        not implemented
+ *  max_mcast_grp 8192     UD multicast groups (mcast.c)
+ *  max_mcast_qp_attach 64 QPs per group
  */
 #define SROCE_MAX_PD			0x7fff
 #define SROCE_MAX_QP			0x10000
@@ -91,6 +92,11 @@
 #define SROCE_MAX_CQE			0x10000
 #define SROCE_MAX_MR			0x40000
 #define SROCE_MAX_MW			0x10000
+#define SROCE_MAX_MCAST_GRP		8192
+#define SROCE_MAX_MCAST_QP_ATTACH	64
+#define SROCE_MCG_BUCKETS		64
+/* The destination QPN of every multicast packet (IBTA 10.5). */
+#define SROCE_MCAST_QPN			0xffffff
 #define SROCE_MAX_MR_SIZE		U64_MAX
 #define SROCE_MAX_SRQ			0x10000
 #define SROCE_MAX_SRQ_WR		0x4000
@@ -195,6 +201,10 @@ struct sroce_dev {
 	/* Memory windows by key index, which follows the MRs' (see mw.c). */
 	struct xarray		mw_xa;
 	u32			mw_next;
+	/* UD multicast groups (RCU readers, see mcast.c). */
+	struct mutex		mcg_lock;
+	struct hlist_head	mcg_hash[SROCE_MCG_BUCKETS];
+	u32			num_mcg;	/* mcg_lock */
 
 	atomic_t		num_cq;		/* enforces max_cq */
 
@@ -545,6 +555,7 @@ struct sroce_qp {
 	enum ib_qp_type		type;		/* RC, UC or UD (also for GSI) */
 	bool			sq_sig_all;
 	struct mutex		mod_lock;	/* modify_qp / query_qp */
+	u32			num_mcast;	/* groups attached, mcg_lock */
 
 	/*
 	 * Packets of this QP not yet freed by the network stack (net.c).
@@ -755,6 +766,15 @@ int sroce_mw_access(struct sroce_dev *sdev, struct sroce_pd *pd, u32 qpn,
 int sroce_mw_invalidate(struct sroce_dev *sdev, struct sroce_pd *pd, u32 qpn,
 			u32 key);
 u8 sroce_mw_bind(struct sroce_qp *qp, const struct sroce_send_wqe *wr);
+
+/* mcast.c */
+void sroce_mcast_init_dev(struct sroce_dev *sdev);
+void sroce_mcast_fini_dev(struct sroce_dev *sdev);
+int sroce_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
+int sroce_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
+void sroce_mcast_qp_gone(struct sroce_qp *qp);
+void sroce_mcast_rcv(struct sroce_dev *sdev, struct sk_buff *skb,
+		     const struct sroce_pkt *pkt);
 
 /* cq.c: verbs */
 int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,

@@ -119,6 +119,8 @@ TEST(ContextOps, OnlyImplementedOpsAreSet)
 	EXPECT_EQ(ops.alloc_mw, &sroce_alloc_mw);
 	EXPECT_EQ(ops.alloc_pd, &sroce_alloc_pd);
 	EXPECT_EQ(ops.bind_mw, &sroce_bind_mw);
+	EXPECT_EQ(ops.attach_mcast, &sroce_attach_mcast);
+	EXPECT_EQ(ops.detach_mcast, &sroce_detach_mcast);
 	EXPECT_EQ(ops.dealloc_mw, &sroce_dealloc_mw);
 	EXPECT_EQ(ops.create_ah, &sroce_create_ah);
 	EXPECT_EQ(ops.create_cq, &sroce_create_cq);
@@ -153,6 +155,7 @@ TEST(ContextOps, OnlyImplementedOpsAreSet)
 		offsetof(verbs_context_ops, alloc_mw),
 		offsetof(verbs_context_ops, alloc_parent_domain),
 		offsetof(verbs_context_ops, alloc_pd),
+		offsetof(verbs_context_ops, attach_mcast),
 		offsetof(verbs_context_ops, bind_mw),
 		offsetof(verbs_context_ops, create_ah),
 		offsetof(verbs_context_ops, create_cq),
@@ -163,6 +166,7 @@ TEST(ContextOps, OnlyImplementedOpsAreSet)
 		offsetof(verbs_context_ops, dealloc_mw),
 		offsetof(verbs_context_ops, dealloc_pd),
 		offsetof(verbs_context_ops, dereg_mr),
+		offsetof(verbs_context_ops, detach_mcast),
 		offsetof(verbs_context_ops, destroy_ah),
 		offsetof(verbs_context_ops, destroy_cq),
 		offsetof(verbs_context_ops, destroy_qp),

@@ -348,7 +348,8 @@ struct verbs_context_ops {
 	sroce_op_slot alloc_td;
 	sroce_op_slot async_event;
 	sroce_op_slot attach_counters_point_flow;
-	sroce_op_slot attach_mcast;
+	int (*attach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid,
+			    uint16_t lid);
 	int (*bind_mw)(struct ibv_qp *qp, struct ibv_mw *mw,
 		       struct ibv_mw_bind *mw_bind);
 	sroce_op_slot close_xrcd;
@@ -384,7 +385,8 @@ struct verbs_context_ops {
 	sroce_op_slot destroy_rwq_ind_table;
 	int (*destroy_srq)(struct ibv_srq *srq);
 	sroce_op_slot destroy_wq;
-	sroce_op_slot detach_mcast;
+	int (*detach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid,
+			    uint16_t lid);
 	void (*free_context)(struct ibv_context *context);
 	sroce_op_slot free_dm;
 	sroce_op_slot get_srq_num;
@@ -966,6 +968,10 @@ int ibv_cmd_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 		      size_t cmd_size);
 /* Waits for the QP's outstanding async events to be acknowledged. */
 int ibv_cmd_destroy_qp(struct ibv_qp *qp);
+int ibv_cmd_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+			 uint16_t lid);
+int ibv_cmd_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+			 uint16_t lid);
 
 /* Sets srq->context, handle, mutex/cond; writes max_wr/max_sge back. */
 int ibv_cmd_create_srq(struct ibv_pd *pd, struct ibv_srq *srq,

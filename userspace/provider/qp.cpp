@@ -663,6 +663,22 @@ int sroce_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
 	return err;
 }
 
+/*
+ * UD multicast: the kernel keeps the groups, joins the netdev to them and
+ * delivers to every attached QP.
+ */
+int sroce_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid,
+		       uint16_t lid)
+{
+	return ibv_cmd_attach_mcast(ibqp, gid, lid);
+}
+
+int sroce_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid,
+		       uint16_t lid)
+{
+	return ibv_cmd_detach_mcast(ibqp, gid, lid);
+}
+
 int sroce_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		    struct ibv_recv_wr **bad_wr)
 {
