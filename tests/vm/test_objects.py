@@ -129,7 +129,12 @@ BREADTH_CHECKS = (
     "mw_type2_alloc_rkey_refused", "mw_type2_local_invalidate", "mw_type2_remote_invalidate",
     "mw_type2_bind_bound_refused", "mw_type2_dealloc_bound", "mw_bind_region_without_mw_bind",
     "mw_bind_remote_write_needs_local_write", "mw_bind_beyond_region",
-    "mw_bind_region_of_other_pd", "mw_teardown", "breadth_teardown")
+    "mw_bind_region_of_other_pd", "mw_teardown", "mcast_advertised", "mcast_gids",
+    "mcast_ipv4_attach", "mcast_ipv4_delivered_to_every_attached_qp",
+    "mcast_ipv4_detached_qp_gets_nothing", "mcast_ipv4_detach_twice_refused",
+    "mcast_ipv4_group_left", "mcast_ipv6_attach", "mcast_ipv6_delivered_to_every_attached_qp",
+    "mcast_ipv6_detached_qp_gets_nothing", "mcast_ipv6_detach_twice_refused",
+    "mcast_ipv6_group_left", "mcast_attach_rules", "breadth_teardown")
 
 
 def test_verbs_breadth(g0):
@@ -140,8 +145,9 @@ def test_verbs_breadth(g0):
     rereg leaves the region working; a parent domain carries QPs, an SRQ, CQs and an MR;
     memory windows of type 1 and 2B grant remote writes on part of a region, within their
     range, rights and QP, until they are unbound, invalidated (locally or by a
-    SEND_WITH_INV) or deallocated, and a bind that breaks a rule fails. Every message is
-    checked byte by byte."""
+    SEND_WITH_INV) or deallocated, and a bind that breaks a rule fails; a UD multicast
+    message (IPv4 and IPv6 group) reaches every attached QP on the host and no other,
+    until each detaches. Every message is checked byte by byte."""
     r = g0.run("timeout -s KILL 150 %s/sroce-objects-test sroce0 breadth" % TOOLS,
                timeout=180)
     print(r.out)

@@ -2311,6 +2311,146 @@ void memory_windows(Env &e)
 	check("mw_teardown", rc1 == 0 && rc2 == 0 && ibv_dereg_mr(mr) == 0);
 }
 
+/* ----------------------------------------------------------- multicast */
+
+constexpr uint32_t kMcastQpn = 0xffffff;
+constexpr uint32_t kGrh = 40;
+
+/*
+ * Post a receive for message msg on receiver r (slot r, msg), send msg from
+ * s to the group; then which receivers got it, byte-verified ("" if all is
+ * as want[] says, else what differs).
+ */
+std::string mcast_round(Env &e, Side &s, std::vector<Side> &r, const std::vector<bool> &want,
+			uint32_t msg)
+{
+	auto slot = [&](size_t i) { return kRecvOff + static_cast<uint32_t>(i * kSlots + msg % kSlots) * 4096; };
+	for (size_t i = 0; i < r.size(); i++)
+		if (post_recv(e, r[i], nullptr, msg, slot(i)))
+			return strf("post_recv %zu", i);
+	fill(e.buf + (msg % kSlots) * kMsg, msg, kMsg);
+	if (post_send(e, s, msg, (msg % kSlots) * kMsg))
+		return "post_send";
+	struct ibv_wc wc;
+	if (!wait_wc(s.scq, &wc) || wc.status != IBV_WC_SUCCESS)
+		return "send " + wc_text(wc);
+	std::string why;
+	for (size_t i = 0; i < r.size(); i++) {
+		const bool got = wait_wc(r[i].rcq, &wc, want[i] ? kWait : 0.3);
+		if (got != want[i]) {
+			why += strf(" receiver %zu %s", i, got ? "got it" : "did not get it");
+			continue;
+		}
+		if (!got)
+			continue;
+		if (wc.status != IBV_WC_SUCCESS || wc.wr_id != msg ||
+		    wc.byte_len != kGrh + kMsg || wc.src_qp != s.qp->qp_num ||
+		    !(wc.wc_flags & IBV_WC_GRH))
+			why += strf(" receiver %zu: %s byte_len %u src_qp %#x", i, wc_text(wc).c_str(),
+				    wc.byte_len, wc.src_qp);
+		else if (first_bad(e.buf + slot(i) + kGrh, msg, kMsg) >= 0)
+			why += strf(" receiver %zu: bytes differ", i);
+	}
+	return why;
+}
+
+/* Three receivers attached to a group, one not: who gets what. */
+void mcast_family(Env &e, const char *fam, int sgid_index, const union ibv_gid &mgid)
+{
+	const std::string p = std::string("mcast_") + fam;
+	std::vector<Side> r(4);
+	Side s;
+	bool ok = make_side(e, s, IBV_QPT_UD) &&
+		  !sroce_tool::connect_qp(s.qp, loopback_path(e, IBV_QPT_UD, 0));
+	for (Side &x : r)
+		ok = ok && make_side(e, x, IBV_QPT_UD) &&
+		     !sroce_tool::connect_qp(x.qp, loopback_path(e, IBV_QPT_UD, 0));
+	if (ok) {
+		struct ibv_ah_attr a = sroce_tool::ah_attr_to(1, sgid_index, mgid);
+		s.ah = ibv_create_ah(e.pd, &a);
+		s.peer_qpn = kMcastQpn;
+		ok = s.ah != nullptr;
+	}
+	std::string why = ok ? "" : "setup: " + errno_text(errno);
+	for (int i = 0; i < 3 && why.empty(); i++)
+		if (int rc = ibv_attach_mcast(r[i].qp, &mgid, 0))
+			why = strf("attach %d: %s", i, errno_text(rc).c_str());
+	if (why.empty() && ibv_attach_mcast(r[0].qp, &mgid, 0))
+		why = "attaching twice failed";
+	check(p + "_attach", why.empty(), why);
+	if (!why.empty())
+		goto out;
+
+	for (uint32_t m = 1; m <= 3 && why.empty(); m++)
+		why = mcast_round(e, s, r, {true, true, true, false}, m);
+	check(p + "_delivered_to_every_attached_qp", why.empty(), why);
+
+	why.clear();
+	if (int rc = ibv_detach_mcast(r[1].qp, &mgid, 0))
+		why = "detach: " + errno_text(rc);
+	else
+		why = mcast_round(e, s, r, {true, false, true, false}, 4);
+	/* r[1] has the receive of round 4 still posted: drain nothing, check the next */
+	check(p + "_detached_qp_gets_nothing", why.empty(), why);
+	check(p + "_detach_twice_refused", ibv_detach_mcast(r[1].qp, &mgid, 0) == EINVAL);
+
+	why.clear();
+	if (ibv_detach_mcast(r[0].qp, &mgid, 0) || ibv_detach_mcast(r[2].qp, &mgid, 0))
+		why = "detach";
+	else
+		why = mcast_round(e, s, r, {false, false, false, false}, 5);
+	check(p + "_group_left", why.empty(), why);
+out:
+	destroy_side(s, &why);
+	for (Side &x : r)
+		destroy_side(x, &why);
+}
+
+/*
+ * UD multicast in loopback: delivery to every attached QP of this host,
+ * for an IPv4 and an IPv6 group; the rules of attach.
+ */
+void multicast(Env &e)
+{
+	struct ibv_device_attr attr = {};
+	check("mcast_advertised", !ibv_query_device(e.ctx, &attr) && attr.max_mcast_grp > 0 &&
+		      attr.max_mcast_qp_attach > 0);
+	union ibv_gid g4 = {}, g6 = {}, m4 = {}, m6 = {};
+	const int i4 = sroce_tool::find_roce_v2_gid(e.ctx, 1, false, &g4);
+	const int i6 = sroce_tool::find_roce_v2_gid(e.ctx, 1, true, &g6);
+	/* ::ffff:239.1.2.3 and ff0e::5:3 */
+	m4.raw[10] = m4.raw[11] = 0xff;
+	m4.raw[12] = 239;
+	m4.raw[13] = 1;
+	m4.raw[14] = 2;
+	m4.raw[15] = 3;
+	m6.raw[0] = 0xff;
+	m6.raw[1] = 0x0e;
+	m6.raw[13] = 5;
+	m6.raw[15] = 3;
+	check("mcast_gids", i4 >= 0 && i6 >= 0);
+	if (i4 >= 0)
+		mcast_family(e, "ipv4", i4, m4);
+	if (i6 >= 0)
+		mcast_family(e, "ipv6", i6, m6);
+
+	/* UD only, multicast GIDs only */
+	Pair p;
+	std::string why;
+	if (!make_pair(e, p, IBV_QPT_RC))
+		why = "pair";
+	else if (ibv_attach_mcast(p.a.qp, &m4, 0) != EINVAL)
+		why = "RC QP attached";
+	destroy_pair(p, &why);
+	Side u;
+	if (!make_side(e, u, IBV_QPT_UD))
+		why += " side";
+	else if (ibv_attach_mcast(u.qp, &g4, 0) != EINVAL)
+		why += " unicast GID attached";
+	destroy_side(u, &why);
+	check("mcast_attach_rules", why.empty(), why);
+}
+
 struct AllocLog {
 	std::atomic<int> allocs{0};
 	std::atomic<int> frees{0};
@@ -2451,6 +2591,7 @@ void breadth_cases(wqs::Env &e, const char *only)
 		{"srq_resize", breadth::srq_resize},
 		{"atomic_write", breadth::atomic_write},
 		{"memory_windows", breadth::memory_windows},
+		{"multicast", breadth::multicast},
 	}, only);
 }
 
