@@ -195,6 +195,17 @@ static int sroce_alloc_ucontext(struct ib_ucontext *ibuc,
 				min_t(size_t, sizeof(resp), udata->outlen));
 }
 
+/*
+ * QUERY_CONTEXT, which ibv_import_device() issues on an imported command FD:
+ * ib_core answers the generic attributes, and sroce has none of its own
+ * (the provider takes the ABI version from sysfs).
+ */
+static int sroce_query_ucontext(struct ib_ucontext *ibuc,
+				struct uverbs_attr_bundle *attrs)
+{
+	return 0;
+}
+
 static void sroce_dealloc_ucontext(struct ib_ucontext *ibuc)
 {
 }
@@ -300,6 +311,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.query_port = sroce_query_port,
 	.query_qp = sroce_query_qp,
 	.query_srq = sroce_query_srq,
+	.query_ucontext = sroce_query_ucontext,
 	.reg_user_mr = sroce_reg_user_mr,
 	.req_notify_cq = sroce_req_notify_cq,
 	.rereg_user_mr = sroce_rereg_user_mr,

@@ -81,7 +81,7 @@ TEST(DeviceOps, Descriptor)
 	EXPECT_EQ(ops.alloc_device, &sroce_alloc_device);
 	EXPECT_EQ(ops.uninit_device, &sroce_uninit_device);
 	EXPECT_EQ(ops.alloc_context, &sroce_alloc_context);
-	EXPECT_EQ(ops.import_context, nullptr);
+	EXPECT_EQ(ops.import_context, &sroce_import_context);
 	EXPECT_EQ(ops.static_providers, nullptr);
 }
 
@@ -120,6 +120,8 @@ TEST(ContextOps, OnlyImplementedOpsAreSet)
 	EXPECT_EQ(ops.alloc_pd, &sroce_alloc_pd);
 	EXPECT_EQ(ops.bind_mw, &sroce_bind_mw);
 	EXPECT_EQ(ops.attach_mcast, &sroce_attach_mcast);
+	EXPECT_EQ(ops.import_pd, &sroce_import_pd);
+	EXPECT_EQ(ops.import_mr, &sroce_import_mr);
 	EXPECT_EQ(ops.detach_mcast, &sroce_detach_mcast);
 	EXPECT_EQ(ops.dealloc_mw, &sroce_dealloc_mw);
 	EXPECT_EQ(ops.create_ah, &sroce_create_ah);
@@ -172,6 +174,8 @@ TEST(ContextOps, OnlyImplementedOpsAreSet)
 		offsetof(verbs_context_ops, destroy_qp),
 		offsetof(verbs_context_ops, destroy_srq),
 		offsetof(verbs_context_ops, free_context),
+		offsetof(verbs_context_ops, import_mr),
+		offsetof(verbs_context_ops, import_pd),
 		offsetof(verbs_context_ops, modify_qp),
 		offsetof(verbs_context_ops, modify_srq),
 		offsetof(verbs_context_ops, poll_cq),
@@ -186,6 +190,8 @@ TEST(ContextOps, OnlyImplementedOpsAreSet)
 		offsetof(verbs_context_ops, req_notify_cq),
 		offsetof(verbs_context_ops, rereg_mr),
 		offsetof(verbs_context_ops, resize_cq),
+		offsetof(verbs_context_ops, unimport_mr),
+		offsetof(verbs_context_ops, unimport_pd),
 	};
 	for (size_t i = 0; i < std::size(slots); i++) {
 		bool expected = false;

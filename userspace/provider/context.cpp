@@ -38,6 +38,8 @@ constinit const verbs_context_ops context_ops = [] {
 	ops.destroy_qp = sroce_destroy_qp;
 	ops.destroy_srq = sroce_destroy_srq;
 	ops.free_context = sroce_free_context;
+	ops.import_mr = sroce_import_mr;
+	ops.import_pd = sroce_import_pd;
 	ops.modify_qp = sroce_modify_qp;
 	ops.modify_srq = sroce_modify_srq;
 	ops.poll_cq = sroce_poll_cq;
@@ -52,6 +54,8 @@ constinit const verbs_context_ops context_ops = [] {
 	ops.req_notify_cq = sroce_req_notify_cq;
 	ops.rereg_mr = sroce_rereg_mr;
 	ops.resize_cq = sroce_resize_cq;
+	ops.unimport_mr = sroce_unimport_mr;
+	ops.unimport_pd = sroce_unimport_pd;
 	return ops;
 }();
 
@@ -112,6 +116,40 @@ fail:
 	std::free(ctx);
 	errno = err;
 	return nullptr;
+}
+
+/*
+ * ibv_import_device(): a context on the command FD of another one (a dup of
+ * it, from this or another process), so the same kernel user context. There
+ * is no GET_CONTEXT reply to read: the ABI version is the device's, which
+ * libibverbs has matched already, and QUERY_CONTEXT gives the rest.
+ */
+verbs_context *sroce_import_context(struct ibv_device *ibdev, int cmd_fd)
+{
+	auto *const vctx_offset = reinterpret_cast<verbs_context *>(
+		static_cast<uintptr_t>(offsetof(sroce::context, vctx)));
+
+	auto *ctx = static_cast<sroce::context *>(_verbs_init_and_alloc_context(
+		ibdev, cmd_fd, sizeof(sroce::context), vctx_offset,
+		RDMA_DRIVER_UNKNOWN));
+	if (!ctx)
+		return nullptr;
+
+	const uint32_t abi = verbs_get_device(ibdev)->sysfs->abi_ver;
+	int err = ibv_cmd_query_context(&ctx->vctx.context, nullptr);
+	if (!err && !sroce::abi_supported(abi))
+		err = EPROTO;
+	if (err) {
+		sroce_log(&ctx->vctx, SROCE_VERBS_LOG_ERR,
+			  "import of command FD %d failed: errno %d", cmd_fd, err);
+		verbs_uninit_context(&ctx->vctx);
+		std::free(ctx);
+		errno = err;
+		return nullptr;
+	}
+	ctx->kernel_abi = abi;
+	verbs_set_ops(&ctx->vctx, &sroce::context_ops);
+	return &ctx->vctx;
 }
 
 void sroce_free_context(struct ibv_context *ibctx)

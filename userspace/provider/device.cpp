@@ -48,7 +48,7 @@ const verbs_device_ops device_ops = {
 	.static_providers = nullptr,
 	.match_device = sroce_match_device,
 	.alloc_context = sroce_alloc_context,
-	.import_context = nullptr,
+	.import_context = sroce_import_context,
 	.alloc_device = sroce_alloc_device,
 	.uninit_device = sroce_uninit_device,
 };

@@ -196,6 +196,12 @@ static_assert(offsetof(verbs_device, sysfs) == 696);
 static_assert(offsetof(verbs_device, core_support) == 704);
 static_assert(sizeof(verbs_device) == 712);
 
+/* driver.h's verbs_get_device(): the ibv_device is the first member. */
+inline verbs_device *verbs_get_device(struct ibv_device *dev)
+{
+	return reinterpret_cast<verbs_device *>(dev);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Context ops (driver.h v44 lines 311-448): 76 pointers, sorted by name.    */
 /*
@@ -391,8 +397,9 @@ struct verbs_context_ops {
 	sroce_op_slot free_dm;
 	sroce_op_slot get_srq_num;
 	sroce_op_slot import_dm;
-	sroce_op_slot import_mr;
-	sroce_op_slot import_pd;
+	struct ibv_mr *(*import_mr)(struct ibv_pd *pd, uint32_t mr_handle);
+	struct ibv_pd *(*import_pd)(struct ibv_context *context,
+				    uint32_t pd_handle);
 	sroce_op_slot modify_cq;
 	sroce_op_slot modify_flow_action_esp;
 	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
@@ -433,8 +440,8 @@ struct verbs_context_ops {
 	int (*resize_cq)(struct ibv_cq *cq, int cqe);
 	sroce_op_slot set_ece;
 	sroce_op_slot unimport_dm;
-	sroce_op_slot unimport_mr;
-	sroce_op_slot unimport_pd;
+	void (*unimport_mr)(struct ibv_mr *mr);
+	void (*unimport_pd)(struct ibv_pd *pd);
 };
 static_assert(sizeof(verbs_context_ops) == 76 * sizeof(void *),
 	      "verbs_context_ops has 76 members in v44");
@@ -893,6 +900,10 @@ int ibv_cmd_get_context(verbs_context *context,
 			sroce::abi::cmd_get_context *cmd, size_t cmd_size,
 			sroce::abi::resp_get_context_core *resp,
 			size_t resp_size);
+struct ibv_command_buffer;		/* never built by sroce: NULL */
+/* UVERBS_METHOD_QUERY_CONTEXT: num_comp_vectors and the core's support bits. */
+int ibv_cmd_query_context(struct ibv_context *context,
+			  struct ibv_command_buffer *driver);
 int ibv_cmd_query_device_any(struct ibv_context *context,
 			     const struct ibv_query_device_ex_input *input,
 			     struct ibv_device_attr_ex *attr, size_t attr_size,
@@ -911,6 +922,8 @@ int ibv_cmd_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 		   sroce::abi::cmd_reg_mr *cmd, size_t cmd_size,
 		   struct ib_uverbs_reg_mr_resp *resp, size_t resp_size);
 int ibv_cmd_dereg_mr(verbs_mr *vmr);
+/* UVERBS_METHOD_QUERY_MR: lkey, rkey, length; type IBV_MR_TYPE_IMPORTED_MR. */
+int ibv_cmd_query_mr(struct ibv_pd *pd, verbs_mr *vmr, uint32_t mr_handle);
 /* Fills mw's context, pd, rkey, handle and type. */
 int ibv_cmd_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type,
 		     struct ibv_mw *mw, sroce::abi::cmd_alloc_mw *cmd,

@@ -64,4 +64,26 @@ int sroce_dereg_mr(verbs_mr *vmr)
 	return 0;
 }
 
+/* ibv_import_mr(): the kernel tells keys and length (QUERY_MR). */
+struct ibv_mr *sroce_import_mr(struct ibv_pd *ibpd, uint32_t mr_handle)
+{
+	auto *mr = static_cast<sroce::mr *>(std::calloc(1, sizeof(sroce::mr)));
+	if (!mr) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+	const int err = ibv_cmd_query_mr(ibpd, &mr->vmr, mr_handle);
+	if (err) {
+		std::free(mr);
+		errno = err;
+		return nullptr;
+	}
+	return &mr->vmr.ibv_mr;
+}
+
+void sroce_unimport_mr(struct ibv_mr *ibmr)
+{
+	std::free(sroce::get_mr(reinterpret_cast<verbs_mr *>(ibmr)));
+}
+
 } // extern "C"

@@ -109,4 +109,27 @@ struct ibv_pd *sroce_alloc_parent_domain(struct ibv_context *ibctx,
 	return &pd->ibv;
 }
 
+/*
+ * ibv_import_pd(): the PD behind a handle of the imported context's kernel
+ * user context. There is no generic command to check the handle with; a
+ * wrong one makes every command that uses the PD fail (EINVAL).
+ */
+struct ibv_pd *sroce_import_pd(struct ibv_context *ibctx, uint32_t pd_handle)
+{
+	auto *pd = static_cast<sroce::pd *>(std::calloc(1, sizeof(sroce::pd)));
+	if (!pd) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+	pd->ibv.context = ibctx;
+	pd->ibv.handle = pd_handle;
+	return &pd->ibv;
+}
+
+/* Forget an imported PD; the kernel's stays with its owner. */
+void sroce_unimport_pd(struct ibv_pd *ibpd)
+{
+	std::free(sroce::get_pd(ibpd));
+}
+
 } // extern "C"

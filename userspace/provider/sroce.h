@@ -228,6 +228,11 @@ void sroce_uninit_device(verbs_device *vdev);
 verbs_context *sroce_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 				   void *private_data);
 void sroce_free_context(struct ibv_context *ibctx);
+verbs_context *sroce_import_context(struct ibv_device *ibdev, int cmd_fd);
+struct ibv_pd *sroce_import_pd(struct ibv_context *ibctx, uint32_t pd_handle);
+void sroce_unimport_pd(struct ibv_pd *ibpd);
+struct ibv_mr *sroce_import_mr(struct ibv_pd *ibpd, uint32_t mr_handle);
+void sroce_unimport_mr(struct ibv_mr *ibmr);
 int sroce_query_device_ex(struct ibv_context *ibctx,
 			  const struct ibv_query_device_ex_input *input,
 			  struct ibv_device_attr_ex *attr, size_t attr_size);
