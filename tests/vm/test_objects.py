@@ -134,7 +134,9 @@ BREADTH_CHECKS = (
     "mcast_ipv4_detached_qp_gets_nothing", "mcast_ipv4_detach_twice_refused",
     "mcast_ipv4_group_left", "mcast_ipv6_attach", "mcast_ipv6_delivered_to_every_attached_qp",
     "mcast_ipv6_detached_qp_gets_nothing", "mcast_ipv6_detach_twice_refused",
-    "mcast_ipv6_group_left", "mcast_attach_rules", "breadth_teardown")
+    "mcast_ipv6_group_left", "mcast_attach_rules", "import_device", "import_pd_and_mr",
+    "import_unknown_mr_refused", "import_write_through_imported_objects", "import_close",
+    "import_original_still_works", "breadth_teardown")
 
 
 def test_verbs_breadth(g0):
@@ -147,7 +149,8 @@ def test_verbs_breadth(g0):
     range, rights and QP, until they are unbound, invalidated (locally or by a
     SEND_WITH_INV) or deallocated, and a bind that breaks a rule fails; a UD multicast
     message (IPv4 and IPv6 group) reaches every attached QP on the host and no other,
-    until each detaches. Every message is checked byte by byte."""
+    until each detaches; a context imported from the command FD, with the PD and MR
+    imported by handle, carries an RDMA WRITE. Every message is checked byte by byte."""
     r = g0.run("timeout -s KILL 150 %s/sroce-objects-test sroce0 breadth" % TOOLS,
                timeout=180)
     print(r.out)

@@ -2451,6 +2451,54 @@ void multicast(Env &e)
 	check("mcast_attach_rules", why.empty(), why);
 }
 
+/* ------------------------------------------------------- device import */
+
+/*
+ * ibv_import_device on a dup of our command FD, then our PD and MR by handle:
+ * QPs and CQs of the imported context carry an RDMA WRITE through the
+ * imported MR's keys; unimporting and closing leave the original working.
+ */
+void import_device(Env &e)
+{
+	/* The caller dups the FD (ibv_import_device(3)); closing the import closes the dup. */
+	const int fd = dup(e.ctx->cmd_fd);
+	struct ibv_context *ictx = fd >= 0 ? ibv_import_device(fd) : nullptr;
+	check("import_device", ictx != nullptr && ictx->cmd_fd == fd, errno_text(errno));
+	if (!ictx) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	struct ibv_pd *ipd = ibv_import_pd(ictx, e.pd->handle);
+	struct ibv_mr *imr = ipd ? ibv_import_mr(ipd, e.mr->handle) : nullptr;
+	check("import_pd_and_mr", ipd && imr && imr->lkey == e.mr->lkey &&
+		      imr->rkey == e.mr->rkey && imr->length == e.mr->length &&
+		      imr->handle == e.mr->handle,
+	      errno_text(errno));
+	errno = 0;
+	struct ibv_mr *bad = ipd ? ibv_import_mr(ipd, e.mr->handle + 1000) : nullptr;
+	check("import_unknown_mr_refused", ipd && !bad && errno != 0, errno_text(errno));
+	if (bad)
+		ibv_unimport_mr(bad);
+	if (imr) {
+		Env ie;
+		ie.ctx = ictx;
+		ie.pd = ipd;
+		ie.mr = imr;
+		ie.buf = e.buf;
+		ie.gid_index = e.gid_index;
+		ie.gid = e.gid;
+		write_check(ie, "import_write_through_imported_objects", e.buf + kRecvOff, imr->rkey,
+			    40, IBV_WC_SUCCESS);
+		ibv_unimport_mr(imr);
+	}
+	if (ipd)
+		ibv_unimport_pd(ipd);
+	check("import_close", ibv_close_device(ictx) == 0);
+	write_check(e, "import_original_still_works", e.buf + kRecvOff + 8192, e.mr->rkey, 41,
+		    IBV_WC_SUCCESS);
+}
+
 struct AllocLog {
 	std::atomic<int> allocs{0};
 	std::atomic<int> frees{0};
@@ -2592,6 +2640,7 @@ void breadth_cases(wqs::Env &e, const char *only)
 		{"atomic_write", breadth::atomic_write},
 		{"memory_windows", breadth::memory_windows},
 		{"multicast", breadth::multicast},
+		{"import_device", breadth::import_device},
 	}, only);
 }
 
