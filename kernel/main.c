@@ -192,6 +192,7 @@ static void sroce_port_update(struct sroce_dev *sdev, struct net_device *ndev)
 
 	ASSERT_RTNL();
 
+	sroce_cc_link_update(sdev, ndev);
 	if (state == sdev->port_state)
 		return;
 	sdev->port_state = state;
@@ -227,6 +228,7 @@ static int sroce_dev_publish(struct sroce_dev *sdev, struct net_device *ndev)
 			err = -EEXIST;
 		} else {
 			sdev->port_state = sroce_port_state(ndev);
+			sroce_cc_link_update(sdev, ndev);
 			get_device(&sdev->ibdev.dev);
 			list_add_tail(&sdev->list, &sroce_devs);
 			hash_add_rcu(sroce_ndev_hash, &sdev->hnode,
@@ -304,6 +306,7 @@ static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 	sroce_qp_init_dev(sdev);
 	sroce_ah_init_dev(sdev);
 	sroce_net_init_dev(sdev);
+	sroce_cc_init_dev(sdev);
 	atomic_set(&sdev->num_cq, 0);
 	atomic_set(&sdev->num_srq, 0);
 	netdev_hold(ndev, &sdev->ndev_tracker, GFP_KERNEL);
@@ -413,6 +416,7 @@ static int __init sroce_init(void)
 	int err;
 
 	sroce_net_init_counters();
+	sroce_cc_init();
 
 	err = sroce_net_register();
 	if (err)

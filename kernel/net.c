@@ -60,6 +60,7 @@
 #include <linux/u64_stats_sync.h>
 #include <linux/udp.h>
 #include <linux/wait_bit.h>
+#include <net/inet_ecn.h>
 #include <net/ip.h>
 #include <net/ip6_route.h>
 #include <net/ipv6.h>
@@ -94,6 +95,12 @@ static const char *const sroce_cnt_fixed_names[SROCE_CNT_DROP_BASE] = {
 	[SROCE_CNT_DROP_UD_LEN]	= "rx_drop_ud_len",
 	[SROCE_CNT_DROP_MTU]	= "rx_drop_mtu",
 	[SROCE_CNT_DROP_UC]	= "rx_drop_uc",
+	/* the names mlx5 gives them, where it has them */
+	[SROCE_CNT_NP_ECN_MARKED] = "np_ecn_marked_roce_packets",
+	[SROCE_CNT_NP_CNP_SENT]	= "np_cnp_sent",
+	[SROCE_CNT_RP_CNP_HANDLED] = "rp_cnp_handled",
+	[SROCE_CNT_RP_CNP_IGNORED] = "rp_cnp_ignored",
+	[SROCE_CNT_RP_RATE_CUTS] = "rp_rate_reductions",
 };
 
 #define SROCE_CNT_NAME_LEN	32
@@ -196,6 +203,14 @@ int sroce_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 
 /* ----------------------------------------------------------------- receive */
 
+/* The ECN field of a packet's IP header. */
+static u8 sroce_ip_ecn(const u8 *ip, const struct sroce_pkt *pkt)
+{
+	if (pkt->ip_version == 4)
+		return ip[1] & INET_ECN_MASK;
+	return (ip[1] >> 4) & INET_ECN_MASK;
+}
+
 /*
  * The transport's entry point: a packet that passed the validator, with the
  * whole IP datagram linear at skb_network_header(skb) and pkt's offsets
@@ -205,11 +220,16 @@ int sroce_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 static void sroce_rcv_pkt(struct sroce_dev *sdev, struct sk_buff *skb,
 			  const struct sroce_pkt *pkt)
 {
-	const u8 *bth = skb_network_header(skb) + pkt->bth_off;
+	const u8 *ip = skb_network_header(skb);
+	const u8 *bth = ip + pkt->bth_off;
+	bool ce = sroce_ip_ecn(ip, pkt) == INET_ECN_CE;
 	struct sroce_qp *qp;
 
+	if (unlikely(ce))
+		sroce_cnt_add(sdev, SROCE_CNT_NP_ECN_MARKED, 1);
 	if (pkt->opcode == SROCE_OP_CNP) {
 		sroce_cnt_add(sdev, SROCE_CNT_RX_CNP, 1);
+		sroce_cc_rcv_cnp(sdev, skb, pkt);
 		consume_skb(skb);
 		return;
 	}
@@ -224,6 +244,8 @@ static void sroce_rcv_pkt(struct sroce_dev *sdev, struct sk_buff *skb,
 		kfree_skb(skb);
 		return;
 	}
+	if (unlikely(ce))
+		sroce_cc_rcv_ce(qp, ip, pkt);
 	if (pkt->info->flags & SROCE_OPF_REQUEST)
 		sroce_resp_rcv(qp, skb, pkt);
 	else
@@ -344,6 +366,8 @@ int sroce_tx_alloc(struct sroce_dev *sdev, const struct sroce_av *av,
 	tp->skb = skb;
 	tp->qp = NULL;
 	tp->dst = NULL;
+	tp->tos = sroce_cc_tos(sdev, av);
+	tp->prio = av->sl;
 	return 0;
 }
 
@@ -510,7 +534,7 @@ int sroce_tx_send(struct sroce_dev *sdev, const struct sroce_av *av, u16 sport,
 
 		h->version = 4;
 		h->ihl = 5;
-		h->tos = av->tclass;
+		h->tos = tp->tos;
 		h->tot_len = htons(len);
 		h->id = 0;
 		h->frag_off = htons(IP_DF);
@@ -523,7 +547,7 @@ int sroce_tx_send(struct sroce_dev *sdev, const struct sroce_av *av, u16 sport,
 	} else {
 		struct ipv6hdr *h = (struct ipv6hdr *)ip;
 
-		ip6_flow_hdr(h, av->tclass, htonl(av->flow_label));
+		ip6_flow_hdr(h, tp->tos, htonl(av->flow_label));
 		h->payload_len = htons(len - iph);
 		h->nexthdr = IPPROTO_UDP;
 		h->hop_limit = av->hop_limit;
@@ -568,6 +592,8 @@ int sroce_tx_send(struct sroce_dev *sdev, const struct sroce_av *av, u16 sport,
 	}
 	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
 	skb->ip_summed = CHECKSUM_NONE;
+	/* The egress QoS map of a VLAN netdev makes this the PCP. */
+	skb->priority = tp->prio;
 	sroce_tx_account(tp);
 	if (av->ipver == 4)
 		err = ip_local_out(sdev->net, NULL, skb);

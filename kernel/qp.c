@@ -181,6 +181,7 @@ static void sroce_qp_init(struct sroce_qp *qp, struct sroce_dev *sdev,
 	INIT_WORK(&qp->req.work, sroce_req_work);
 	INIT_DELAYED_WORK(&qp->resp.work, sroce_resp_work);
 	INIT_WORK(&qp->err_work, sroce_err_work);
+	sroce_cc_init_qp(qp);
 	mutex_init(&qp->mod_lock);
 	skb_queue_head_init(&qp->resp.backlog);
 }
@@ -547,6 +548,7 @@ static bool sroce_modify_state_locked(struct sroce_qp *qp,
 	switch (next) {
 	case IB_QPS_RESET:
 		sroce_req_reset_locked(qp);
+		sroce_cc_reset_locked(qp);
 		sroce_resp_reset_locked(qp);
 		break;
 	case IB_QPS_RTS:
@@ -717,6 +719,7 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	cancel_work_sync(&qp->err_work);
 	del_timer_sync(&qp->comp.retry_timer);
 	del_timer_sync(&qp->comp.rnr_timer);
+	sroce_cc_stop_qp(qp);
 
 	/*
 	 * The backlog may hold this QP's own looped-back packets (a QP

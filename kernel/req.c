@@ -482,6 +482,7 @@ int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 psn,
 	u32 off = 0, plen = 0, dqpn = qp->dest_qpn;
 	u16 sport = qp->sport;
 	struct sroce_txpkt tp;
+	u32 wire;
 	int st;
 
 	if (oi->kind == SROCE_KIND_SEND || oi->kind == SROCE_KIND_WRITE) {
@@ -517,8 +518,10 @@ int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 psn,
 	     ((psn + 1) % SROCE_ACKREQ_EVERY) == 0))
 		sroce_bth_set_ackreq(tp.bth, true);
 
+	wire = tp.skb->len + ETH_HLEN;
 	if (sroce_tx_send(qp->sdev, av, sport, &tp) == -ENOBUFS)
 		return -ENOBUFS;
+	sroce_cc_sent(qp, wire);
 	return 0;	/* sent, or unroutable: a lost packet */
 }
 
@@ -744,7 +747,7 @@ static bool sroce_req_packet(struct sroce_qp *qp, struct sroce_swqe *wqe)
 	bool rc = qp->type == IB_QPT_RC, ackreq;
 	int st;
 
-	if (qp->req.paused || sroce_tx_full(qp))
+	if (qp->req.paused || sroce_tx_full(qp) || !sroce_cc_may_send(qp))
 		return false;
 	if (!wqe->started) {
 		if (!sroce_req_start(qp, wqe))

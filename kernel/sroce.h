@@ -7,6 +7,7 @@
 #define SROCE_H
 
 #include <linux/completion.h>
+#include <linux/hrtimer.h>
 #include <linux/idr.h>
 #include <linux/in6.h>
 #include <linux/interrupt.h>
@@ -148,6 +149,11 @@ enum sroce_cnt {
 	SROCE_CNT_DROP_UD_LEN,	/* UD message larger than the receive WQE */
 	SROCE_CNT_DROP_MTU,	/* payload larger than the path MTU */
 	SROCE_CNT_DROP_UC,	/* UC message dropped: access or length error */
+	SROCE_CNT_NP_ECN_MARKED, /* valid packets that arrived with CE */
+	SROCE_CNT_NP_CNP_SENT,	/* CNPs sent (notification point) */
+	SROCE_CNT_RP_CNP_HANDLED, /* CNPs a QP's rate limiter took */
+	SROCE_CNT_RP_CNP_IGNORED, /* CNPs for no QP, or one that cannot take them */
+	SROCE_CNT_RP_RATE_CUTS,	/* rate reductions (reaction point) */
 	SROCE_CNT_DROP_BASE,	/* rx_drop_<validator error name> */
 	SROCE_CNT_NR = SROCE_CNT_DROP_BASE + SROCE_WIRE_E_NR - 1
 };
@@ -160,6 +166,34 @@ static inline unsigned int sroce_cnt_drop(enum sroce_wire_err err)
 struct sroce_rx_stats {
 	struct u64_stats_sync	syncp;
 	u64_stats_t		cnt[SROCE_CNT_NR];
+};
+
+/*
+ * Congestion control parameters of a device (cc.c), settable at run time in
+ * /sys/class/infiniband/<dev>/ports/1/cc/. Read with READ_ONCE() where used.
+ */
+enum sroce_cc_param {
+	SROCE_CC_ECN_ENABLE,			/* data packets leave ECT(0) */
+	SROCE_CC_NP_ENABLE,			/* CE makes CNPs */
+	SROCE_CC_NP_MIN_TIME_BETWEEN_CNPS,	/* us, per QP */
+	SROCE_CC_NP_CNP_DSCP,
+	SROCE_CC_NP_CNP_PRIO,			/* skb->priority of CNPs */
+	SROCE_CC_RP_ENABLE,			/* CNPs cut the QP's rate */
+	SROCE_CC_RP_INITIAL_ALPHA_VALUE,	/* 1/1024 */
+	SROCE_CC_RP_DCE_TCP_G,			/* 1/1024 */
+	SROCE_CC_RP_DCE_TCP_RTT,		/* us: alpha update period */
+	SROCE_CC_RP_RATE_REDUCE_MONITOR_PERIOD,	/* us */
+	SROCE_CC_RP_GD,				/* cut = rate * alpha >> gd */
+	SROCE_CC_RP_MIN_DEC_FAC,		/* % of the rate a cut keeps */
+	SROCE_CC_RP_MIN_RATE,			/* Mb/s */
+	SROCE_CC_RP_MAX_RATE,			/* Mb/s, 0: link speed */
+	SROCE_CC_RP_RATE_TO_SET_ON_FIRST_CNP,	/* Mb/s, 0: max rate */
+	SROCE_CC_RP_TIME_RESET,			/* us: rate increase timer */
+	SROCE_CC_RP_BYTE_RESET,			/* bytes: rate increase counter */
+	SROCE_CC_RP_THRESHOLD,			/* F: events per stage */
+	SROCE_CC_RP_AI_RATE,			/* Mb/s */
+	SROCE_CC_RP_HAI_RATE,			/* Mb/s */
+	SROCE_CC_NR
 };
 
 struct sroce_dev {
@@ -215,6 +249,10 @@ struct sroce_dev {
 	atomic_t		num_srq;
 	struct xarray		ah_xa;		/* user AHs by ah_num */
 	u32			ah_next;
+
+	/* Congestion control (cc.c): parameters, netdev speed in Mb/s. */
+	u32			cc[SROCE_CC_NR];
+	u32			link_mbps;	/* RTNL writes */
 
 	/* Packets from this device to itself (net.c). */
 	struct sk_buff_head	lo_queue;
@@ -495,6 +533,34 @@ struct sroce_req_info {
 };
 
 /*
+ * Congestion control state of a QP (cc.c). The reaction point (DCQCN rate
+ * limiter) is guarded by sq_lock; the notification point runs in receive
+ * with atomics. Rates in kbit/s, times in ns of ktime_get_ns().
+ */
+struct sroce_cc_qp {
+	bool			limited;	/* paced at rc */
+	u32			rc;		/* current rate */
+	u32			rt;		/* target rate */
+	u32			min_rc;		/* lowest rc since the QP was reset */
+	u32			alpha;		/* 1/1024 */
+	u32			t_cnt;		/* timer events since the last cut */
+	u32			bc_cnt;		/* byte counter events, likewise */
+	u32			bytes;		/* sent since the last byte event */
+	u64			alpha_ts;	/* alpha decayed up to here */
+	u64			cut_ts;		/* last cut */
+	u64			inc_ts;		/* timer events counted up to here */
+	u64			next_tx;	/* pacing: the next packet's time */
+	struct hrtimer		timer;		/* resumes the paced requester */
+	u64			tx_bytes;	/* requester bytes sent */
+	u64			cnp_handled;
+	u64			cuts;
+	/* notification point */
+	atomic64_t		np_last;	/* when the last CNP left */
+	atomic64_t		ce_rcvd;	/* packets that arrived with CE */
+	atomic64_t		cnp_sent;
+};
+
+/*
  * Completer state (comp.c): acknowledgements and the retry budgets. Guarded
  * by sq_lock.
  */
@@ -610,6 +676,7 @@ struct sroce_qp {
 	u32			swqe_size;
 	struct sroce_req_info	req;
 	struct sroce_comp_info	comp;
+	struct sroce_cc_qp	cc;
 
 	/* ---- receive side: responder, under rq_lock ---- */
 	spinlock_t		rq_lock;
@@ -776,6 +843,37 @@ void sroce_mcast_qp_gone(struct sroce_qp *qp);
 void sroce_mcast_rcv(struct sroce_dev *sdev, struct sk_buff *skb,
 		     const struct sroce_pkt *pkt);
 
+/* cc.c */
+extern const struct attribute_group *sroce_port_groups[];
+void sroce_cc_init(void);
+void sroce_cc_init_dev(struct sroce_dev *sdev);
+void sroce_cc_link_update(struct sroce_dev *sdev, struct net_device *ndev);
+void sroce_cc_init_qp(struct sroce_qp *qp);
+void sroce_cc_reset_locked(struct sroce_qp *qp);
+void sroce_cc_stop_qp(struct sroce_qp *qp);
+u8 sroce_cc_tos(struct sroce_dev *sdev, const struct sroce_av *av);
+bool __sroce_cc_may_send(struct sroce_qp *qp);
+void __sroce_cc_sent(struct sroce_qp *qp, u32 bytes);
+void sroce_cc_rcv_cnp(struct sroce_dev *sdev, const struct sk_buff *skb,
+		      const struct sroce_pkt *pkt);
+void sroce_cc_rcv_ce(struct sroce_qp *qp, const u8 *ip,
+		     const struct sroce_pkt *pkt);
+int sroce_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp);
+
+/* May the requester send now? Under sq_lock. False: a timer resumes it. */
+static inline bool sroce_cc_may_send(struct sroce_qp *qp)
+{
+	return likely(!qp->cc.limited) || __sroce_cc_may_send(qp);
+}
+
+/* The requester sent a packet of @bytes on the wire. Under sq_lock. */
+static inline void sroce_cc_sent(struct sroce_qp *qp, u32 bytes)
+{
+	qp->cc.tx_bytes += bytes;
+	if (unlikely(qp->cc.limited))
+		__sroce_cc_sent(qp, bytes);
+}
+
 /* cq.c: verbs */
 int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		    struct ib_udata *udata);
@@ -902,6 +1000,8 @@ struct sroce_txpkt {
 	struct dst_cache	*dst;		/* route cache for av, or NULL */
 	u8			*bth;		/* start of the BTH in skb */
 	u8			*payload;	/* where payload goes */
+	u8			tos;		/* IP TOS / traffic class, ECN bits included */
+	u32			prio;		/* skb->priority */
 };
 
 int sroce_tx_alloc(struct sroce_dev *sdev, const struct sroce_av *av,
