@@ -62,6 +62,7 @@ int sroce_av_from_attr(struct sroce_dev *sdev, struct sroce_av *av,
 {
 	const struct ib_global_route *grh;
 	const struct ib_gid_attr *sgid_attr;
+	struct net_device *ndev;
 	bool s4, d4;
 
 	if (attr->type != RDMA_AH_ATTR_TYPE_ROCE ||
@@ -84,6 +85,14 @@ int sroce_av_from_attr(struct sroce_dev *sdev, struct sroce_av *av,
 	av->hop_limit = grh->hop_limit ? grh->hop_limit : 64;
 	av->flow_label = grh->flow_label & 0xfffff;
 	av->sl = rdma_ah_get_sl(attr);
+	/*
+	 * GIDs of a VLAN netdev on ours leave through it, which tags them
+	 * (its egress QoS map turns skb->priority, the SL, into the PCP).
+	 */
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(sgid_attr);
+	av->ifindex = IS_ERR(ndev) ? 0 : ndev->ifindex;
+	rcu_read_unlock();
 	av->loopback = sroce_gid_is_local(sdev, &grh->dgid);
 	return 0;
 }

@@ -52,6 +52,7 @@
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/if_vlan.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/mutex.h>
@@ -320,6 +321,9 @@ static int sroce_udp_encap_rcv(struct sock *sk, struct sk_buff *skb)
 
 	rcu_read_lock();
 	sdev = sroce_dev_by_ndev_rcu(skb->dev);
+	/* A VLAN netdev on ours: its GIDs are in our table. */
+	if (!sdev && is_vlan_dev(skb->dev))
+		sdev = sroce_dev_by_ndev_rcu(vlan_dev_real_dev(skb->dev));
 	/* A device whose netdev has just left its namespace takes nothing. */
 	if (sdev && net_eq(sock_net(sk), sdev->net))
 		sroce_rx(sdev, skb);
@@ -423,7 +427,7 @@ static int sroce_tx_route4(struct sroce_dev *sdev, const struct sroce_av *av,
 			   struct dst_cache *dc, struct sk_buff *skb)
 {
 	struct flowi4 fl4 = {
-		.flowi4_oif = sdev->ndev->ifindex,
+		.flowi4_oif = av->ifindex ?: sdev->ndev->ifindex,
 		.flowi4_tos = RT_TOS(av->tclass),
 		.flowi4_proto = IPPROTO_UDP,
 		.daddr = av->daddr.s6_addr32[3],
@@ -452,7 +456,7 @@ static int sroce_tx_route6(struct sroce_dev *sdev, const struct sroce_av *av,
 			   struct dst_cache *dc, struct sk_buff *skb)
 {
 	struct flowi6 fl6 = {
-		.flowi6_oif = sdev->ndev->ifindex,
+		.flowi6_oif = av->ifindex ?: sdev->ndev->ifindex,
 		.flowi6_proto = IPPROTO_UDP,
 		.daddr = av->daddr,
 		.saddr = av->saddr,

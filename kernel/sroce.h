@@ -401,6 +401,7 @@ struct sroce_av {
 	u8			hop_limit;
 	u8			sl;
 	u32			flow_label;
+	int			ifindex;	/* the source GID's netdev: ours or a VLAN on it */
 	bool			loopback;	/* daddr is our own address */
 };
 
