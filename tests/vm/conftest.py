@@ -28,8 +28,8 @@ TEST_TIMEOUT = 600
 # SROCE_TEST_SUBSET=1 (make test on the kernels other than the default one):
 # device lifecycle, pingpongs and perftest, pyverbs, the verbs breadth tool
 # (resize, rereg, parent domains, ATOMIC WRITE), rdma_cm, NVMe-oF, teardown
-# and namespaces, sroce<->sroce (the default kernel's run covers interop with
-# rdma_rxe and the rest). Patterns on the test's node ID (fnmatch).
+# and namespaces, ECN/CNPs and VLAN priorities, sroce<->sroce (the default
+# kernel's run covers interop with rdma_rxe and the rest). Patterns on the test's node ID (fnmatch).
 SUBSET = os.environ.get("SROCE_TEST_SUBSET") == "1"
 SUBSET_TESTS = [
     "test_rig.py::test_guests_share_one_link",
@@ -68,6 +68,8 @@ SUBSET_TESTS = [
     "test_netns.py::test_perftest_between_namespaces[[]write_bw]",
     "test_netns.py::test_rping_between_namespaces",
     "test_netns.py::test_delete_namespace_under_traffic",
+    "test_congestion.py::test_ce_marks_make_cnps_that_cut_the_rate",
+    "test_congestion.py::test_vlan_pcp_follows_sl_and_cnp_prio",
 ]
 
 

@@ -49,13 +49,16 @@ TRANSPORT_COUNTERS = ["tx_packets", "tx_bytes", "tx_err", "retry", "seq_nak_rcvd
 # GSI/UD path) refused; listed in hw_counters before the validator's reasons
 TRANSPORT_DROPS = ["rx_drop_peer", "rx_drop_pkey", "rx_drop_psn", "rx_drop_ud_len",
                    "rx_drop_mtu", "rx_drop_uc"]
+# congestion control (test_congestion.py): not outcomes of a packet, rx_cnp is
+CC_COUNTERS = ["np_ecn_marked_roce_packets", "np_cnp_sent", "rp_cnp_handled",
+               "rp_cnp_ignored", "rp_rate_reductions"]
 ALL_COUNTERS = (["rx_packets", "rx_bytes", "rx_cnp", "rx_no_qp", "rx_drop_nomem"] +
-                TRANSPORT_COUNTERS + ["rx_stale"] + TRANSPORT_DROPS +
+                TRANSPORT_COUNTERS + ["rx_stale"] + TRANSPORT_DROPS + CC_COUNTERS +
                 ["rx_drop_" + r for r in DROP_REASONS])
 # every packet the socket gets ends in exactly one of these (no QPs exist here;
 # the transport drops are outcomes too)
 OUTCOMES = [c for c in ALL_COUNTERS
-            if c not in ["rx_packets", "rx_bytes"] + TRANSPORT_COUNTERS]
+            if c not in ["rx_packets", "rx_bytes"] + TRANSPORT_COUNTERS + CC_COUNTERS]
 
 
 @pytest.fixture
@@ -168,6 +171,9 @@ def check_mode(g0, g1, mode, v6, n=40):
     d = delta(before, after)
     assert d.pop("rx_packets", 0) == n, (mode, d)
     assert d.pop("rx_bytes", 0) > 0, (mode, d)
+    if want == "rx_cnp":
+        # no QP takes them: the reaction point counts them ignored
+        assert d.pop("rp_cnp_ignored", 0) == n, (mode, d)
     assert d == {want: n}, (mode, d)
 
 

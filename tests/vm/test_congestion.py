@@ -1,0 +1,409 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Congestion control: ECN on the wire, CNPs, the DCQCN rate limiter, priorities.
+
+Guest 1 sends, guest 0 receives. A netem qdisc with "ecn" on guest 1's egress
+marks ECN-capable packets CE instead of dropping them, which makes guest 0
+(the notification point) send CNPs and guest 1 (the reaction point) cut its
+rate. tshark on guest 1's eth0 shows what is on the wire: data ECT(0), CNPs
+with DSCP 48 and no ECN, and over a VLAN the PCP the egress QoS map gives the
+QP's SL (data) and np_cnp_prio (CNPs).
+
+The bottleneck test builds a router in guest 0: the receiver lives in network
+namespace "cc" behind a veth pair whose egress is shaped to BOTTLENECK_MBIT
+(htb) with a CoDel queue that marks CE above CE_THRESHOLD; guest 1 routes
+the namespace's subnet through guest 0. Two RC flows from guest 1 share the
+bottleneck: with DCQCN, the queue never overflows, retransmissions stay near
+zero and the flows share fairly; without it (rp_enable 0), the queue
+overflows and the requesters retransmit. Rates are the per-QP byte counters
+of "rdma resource show qp -dd", sampled over a window when both flows run.
+"""
+import re
+import shlex
+import time
+
+import pytest
+
+from guestrdma import client_server, configure, console_guard, gid_index, wait_all, wait_for
+from pairs import Pair, unconfigure
+
+CC = "/sys/class/infiniband/%s/ports/1/cc/"
+PARAMS = {
+    "ecn_enable": 1, "np_enable": 1, "np_min_time_between_cnps": 4, "np_cnp_dscp": 48,
+    "np_cnp_prio": 6, "rp_enable": 1, "rp_initial_alpha_value": 1023, "rp_dce_tcp_g": 1019,
+    "rp_dce_tcp_rtt": 1, "rp_rate_reduce_monitor_period": 4, "rp_gd": 11,
+    "rp_min_dec_fac": 50, "rp_min_rate": 1, "rp_max_rate": 0, "rp_rate_to_set_on_first_cnp": 0,
+    "rp_time_reset": 300, "rp_byte_reset": 32767, "rp_threshold": 1, "rp_ai_rate": 5,
+    "rp_hai_rate": 50,
+}
+# Time constants for a rig whose round trip is milliseconds, not microseconds
+# (TCG): the hardware defaults scaled up (Documentation/congestion.rst).
+RIG_RP = {"rp_max_rate": 100, "rp_dce_tcp_rtt": 1000, "rp_rate_reduce_monitor_period": 4000,
+          "rp_time_reset": 5000, "rp_byte_reset": 262144, "rp_ai_rate": 5, "rp_hai_rate": 10,
+          "rp_threshold": 5}
+RIG_NP = {"np_min_time_between_cnps": 1000}
+BOTTLENECK_MBIT = 30
+CE_THRESHOLD = "3ms"
+TIMEOUT = 240
+
+
+def counters(g, dev):
+    """rdma statistic of dev port 1 as {name: value}."""
+    out = g.check("rdma statistic show link %s/1" % dev)
+    return {k: int(v) for k, v in re.findall(r"(\w+) (\d+)", out.split(" ", 2)[-1])}
+
+
+def delta(before, after, name):
+    return after[name] - before[name]
+
+
+def set_params(g, dev, params):
+    g.check("cd %s && " % (CC % dev) + " && ".join("echo %s > %s" % (v, k)
+                                                     for k, v in params.items()))
+
+
+def ib_write_bw(side, gid, extra="", host=""):
+    return "ib_write_bw -d %s -i 1 -x %d -F %s %s" % (side.dev, gid, extra, host)
+
+
+@pytest.fixture(scope="module")
+def sroce_pair(rig):
+    """sroce in both guests; every test leaves the parameters at their defaults."""
+    with console_guard(rig, "configuring sroce-sroce for congestion control"):
+        p = Pair(*[configure(g, "sroce") for g in rig.guests])
+    yield p
+    unconfigure(rig, rig.guests, "sroce-sroce (congestion control)")
+
+
+@pytest.fixture
+def defaults_after(sroce_pair):
+    yield
+    for side in (sroce_pair.server, sroce_pair.client):
+        side.guest.run("tc qdisc del dev eth0 root 2>/dev/null; true")
+        set_params(side.guest, side.dev, PARAMS)
+
+
+class Capture:
+    """tshark on eth0 of g while the with-block runs; rows() gives the RoCE v2
+    packets as (vlan priority, dscp, ecn, bth opcode, ip src) tuples of strings."""
+
+    FIELDS = ["vlan.priority", "ip.dsfield.dscp", "ip.dsfield.ecn", "infiniband.bth.opcode",
+              "ip.src"]
+
+    def __init__(self, g, count=3000, bpf="udp port 4791"):
+        self.g, self.count, self.path = g, count, "/tmp/cc-%d.pcap" % time.time_ns()
+        self.bpf = " -f %s" % shlex.quote(bpf) if bpf else ""
+
+    def __enter__(self):
+        self.proc = self.g.spawn("exec tshark -q -i eth0 -c %d%s -w %s"
+                                 % (self.count, self.bpf, self.path))
+        wait_for(lambda: self.g.run("test -s %s" % self.path).ok, timeout=60,
+                 what="tshark to start")
+        return self
+
+    def __exit__(self, *exc):
+        time.sleep(1)
+        self.proc.kill(15)
+        self.proc.wait(20)
+
+    def rows(self):
+        out = self.g.check("tshark -r %s -T fields %s 2>/dev/null" % (
+            self.path, " ".join("-e " + f for f in self.FIELDS)))
+        self.g.run("rm -f " + self.path)
+        return [tuple((line.split("\t") + [""] * 5)[:5]) for line in out.splitlines()]
+
+
+def test_parameters_in_sysfs(sroce_pair, defaults_after):
+    """Every parameter is in ports/1/cc with the hardware default; writes in range
+    stick, writes out of range fail and change nothing."""
+    g, dev = sroce_pair.server.guest, sroce_pair.server.dev
+    out = g.check("cd %s && grep . *" % (CC % dev))
+    got = dict(line.split(":", 1) for line in out.split())
+    assert {k: int(v) for k, v in got.items()} == PARAMS
+    set_params(g, dev, {"np_cnp_dscp": 26, "rp_ai_rate": 7})
+    assert g.check("cat %snp_cnp_dscp %srp_ai_rate" % (CC % dev, CC % dev)).split() == ["26", "7"]
+    for name, bad in (("np_cnp_dscp", 64), ("np_cnp_prio", 8), ("rp_gd", 9), ("ecn_enable", 2),
+                      ("rp_time_reset", 0), ("rp_min_rate", "x")):
+        r = g.run("echo %s > %s%s" % (bad, CC % dev, name))
+        assert not r.ok, "%s accepted %s" % (name, bad)
+    assert g.check("cat %snp_cnp_dscp" % (CC % dev)).strip() == "26"
+    # not writable by other users
+    assert g.check("stat -c %%a %srp_enable" % (CC % dev)).strip() == "644"
+
+
+def _marked_run(pair, netem="loss 20% ecn", extra="-s 65536 -n 400"):
+    """ib_write_bw from the client (guest 1) to the server (guest 0) with netem
+    marking CE on the client's egress; returns (server, client) counter deltas
+    and the capture rows from guest 1's eth0."""
+    srv, cli = pair.server, pair.client
+    cli.guest.check("tc qdisc replace dev eth0 root netem " + netem)
+    b0, b1 = counters(srv.guest, srv.dev), counters(cli.guest, cli.dev)
+    with Capture(cli.guest) as cap:
+        s, c = client_server(srv.guest, ib_write_bw(srv, srv.gid["ipv4"], extra),
+                             cli.guest, ib_write_bw(cli, cli.gid["ipv4"], extra,
+                                                    srv.guest.ip4), timeout=TIMEOUT)
+    cli.guest.run("tc qdisc del dev eth0 root")
+    assert c.ok and s.ok, (s, c)
+    a0, a1 = counters(srv.guest, srv.dev), counters(cli.guest, cli.dev)
+    d0 = {k: delta(b0, a0, k) for k in a0}
+    d1 = {k: delta(b1, a1, k) for k in a1}
+    return d0, d1, cap.rows()
+
+
+def test_ce_marks_make_cnps_that_cut_the_rate(sroce_pair, defaults_after):
+    """CE-marked data makes the receiver send CNPs (one per marked packet at most,
+    none more often than np_min_time_between_cnps), which the sender's QP takes
+    and cuts its rate with. On the wire: data ECT(0) (or CE where netem marked
+    it), CNPs opcode 0x81 with DSCP 48 and Not-ECT."""
+    d0, d1, rows = _marked_run(sroce_pair)
+    marked = d0["np_ecn_marked_roce_packets"]
+    assert marked > 0, d0
+    assert 0 < d0["np_cnp_sent"] <= marked, d0
+    assert 0 < d1["rx_cnp"] <= d0["np_cnp_sent"], (d0, d1)
+    assert d1["rp_cnp_handled"] > 0 and d1["rp_rate_reductions"] > 0, d1
+    assert d1["rp_cnp_ignored"] == 0, d1
+    cli_ip, srv_ip = sroce_pair.client.guest.ip4, sroce_pair.server.guest.ip4
+    data = [r for r in rows if r[4] == cli_ip and r[3] and r[3] != "129"]
+    cnps = [r for r in rows if r[3] == "129"]
+    assert data and cnps, rows[:20]
+    # every data packet leaves ECT(0); the capture (after the qdisc) sees
+    # netem's CE marks on some
+    ecn = {r[2] for r in data}
+    assert "2" in ecn and ecn <= {"2", "3"}, ecn
+    assert {(r[1], r[2], r[4]) for r in cnps} == {("48", "0", srv_ip)}, cnps[:5]
+
+
+def test_cnp_interval_limits_cnps(sroce_pair, defaults_after):
+    """With np_min_time_between_cnps at 100 ms, a few seconds of marked traffic
+    bring only a few dozen CNPs, not one per marked packet."""
+    srv = sroce_pair.server
+    set_params(srv.guest, srv.dev, {"np_min_time_between_cnps": 100000})
+    d0, d1, _ = _marked_run(sroce_pair, extra="-s 65536 -D 3")
+    assert d0["np_ecn_marked_roce_packets"] > 100, d0
+    # QPs: the perftest connection's one on each side; 3 s + setup at 10/s
+    assert 0 < d0["np_cnp_sent"] <= 60, d0
+
+
+def test_ecn_and_np_and_rp_can_be_disabled(sroce_pair, defaults_after):
+    """ecn_enable 0: data leaves Not-ECT, so netem drops instead of marking (and
+    no CNP is sent); np_enable 0: marked packets are counted but answered by no
+    CNP; rp_enable 0: CNPs are counted as ignored and cut nothing."""
+    srv, cli = sroce_pair.server, sroce_pair.client
+    set_params(cli.guest, cli.dev, {"ecn_enable": 0})
+    d0, d1, rows = _marked_run(sroce_pair, netem="loss 1% ecn", extra="-s 65536 -n 100")
+    data = [r for r in rows if r[4] == cli.guest.ip4 and r[3]]
+    assert data and {r[2] for r in data} == {"0"}, set(r[2] for r in data)
+    assert d0["np_ecn_marked_roce_packets"] == 0 and d0["np_cnp_sent"] == 0, d0
+    set_params(cli.guest, cli.dev, {"ecn_enable": 1})
+
+    set_params(srv.guest, srv.dev, {"np_enable": 0})
+    d0, d1, _ = _marked_run(sroce_pair, extra="-s 65536 -n 100")
+    assert d0["np_ecn_marked_roce_packets"] > 0 and d0["np_cnp_sent"] == 0, d0
+    set_params(srv.guest, srv.dev, {"np_enable": 1})
+
+    set_params(cli.guest, cli.dev, {"rp_enable": 0})
+    d0, d1, _ = _marked_run(sroce_pair, extra="-s 65536 -n 100")
+    assert d0["np_cnp_sent"] > 0, d0
+    assert d1["rp_cnp_handled"] == 0 and d1["rp_rate_reductions"] == 0, d1
+    assert d1["rp_cnp_ignored"] == d1["rx_cnp"] > 0, d1
+
+
+def test_vlan_pcp_follows_sl_and_cnp_prio(sroce_pair, defaults_after):
+    """A VLAN on the parent netdev: its addresses are GIDs of the sroce device,
+    and the QP's packets leave through it, so its egress-qos-map (priority n
+    to PCP n) turns the SL into the PCP of the data and np_cnp_prio into the
+    PCP of the CNPs."""
+    srv, cli = sroce_pair.server, sroce_pair.client
+    addrs = {}
+    try:
+        for i, side in enumerate((srv, cli)):
+            g = side.guest
+            addrs[g.name] = "10.97.0.%d" % (i + 1)
+            g.check("modprobe 8021q && ip link add link eth0 name eth0.10 type vlan id 10 "
+                    "egress-qos-map 0:0 1:1 2:2 3:3 4:4 5:5 6:6 7:7 && "
+                    "ip addr add %s/24 dev eth0.10 && ip link set eth0.10 up" % addrs[g.name])
+        gids = {s.guest.name: wait_for(lambda s=s: _vlan_gid(s, addrs[s.guest.name]),
+                                       timeout=30, what="VLAN GID") for s in (srv, cli)}
+        cli.guest.check("tc qdisc replace dev eth0.10 root netem loss 20% ecn")
+        extra = "--sl=3 -s 8192 -n 300"
+        with Capture(cli.guest, count=4000, bpf=None) as cap:
+            s, c = client_server(srv.guest, ib_write_bw(srv, gids[srv.guest.name], extra),
+                                 cli.guest, ib_write_bw(cli, gids[cli.guest.name], extra,
+                                                        addrs[srv.guest.name]),
+                                 timeout=TIMEOUT)
+        assert c.ok and s.ok, (s, c)
+        rows = cap.rows()
+        data = [r for r in rows if r[4] == addrs[cli.guest.name] and r[3]]
+        cnps = [r for r in rows if r[3] == "129"]
+        assert data and {r[0] for r in data} == {"3"}, set(r[0] for r in data)
+        assert cnps and {(r[0], r[1], r[2]) for r in cnps} == {("6", "48", "0")}, cnps[:5]
+    finally:
+        for side in (srv, cli):
+            side.guest.run("ip link del eth0.10 2>/dev/null; true")
+
+
+def _vlan_gid(side, addr):
+    try:
+        return gid_index(side.guest, side.dev, addr=addr)
+    except AssertionError:
+        return None
+
+
+# ------------------------------------------------------------ bottleneck
+
+ROUTER = """
+set -e
+modprobe veth; modprobe sch_htb; modprobe sch_codel
+ip netns add cc
+ip link add vcc0 type veth peer name vcc1
+ip link set vcc1 netns cc
+ip addr add 10.98.0.1/24 dev vcc0
+ip link set vcc0 up
+ip netns exec cc ip link set lo up
+ip netns exec cc ip addr add 10.98.0.2/24 dev vcc1
+ip netns exec cc ip link set vcc1 up
+ip netns exec cc ip route add default via 10.98.0.1
+sysctl -qw net.ipv4.ip_forward=1
+tc qdisc add dev vcc0 root handle 1: htb default 1 r2q 100
+tc class add dev vcc0 parent 1: classid 1:1 htb rate {mbit}mbit ceil {mbit}mbit burst 30k cburst 30k
+tc qdisc add dev vcc0 parent 1:1 handle 10: codel limit 1000 target 20ms interval 200ms ecn ce_threshold {ce}
+ip netns exec cc rdma link add sroce_cc type sroce netdev vcc1
+"""
+
+
+@pytest.fixture
+def bottleneck(sroce_pair):
+    srv, cli = sroce_pair.server, sroce_pair.client
+    srv.guest.check(ROUTER.format(mbit=BOTTLENECK_MBIT, ce=CE_THRESHOLD))
+    cli.guest.check("ip route add 10.98.0.0/24 via %s" % srv.guest.ip4)
+    try:
+        rx = wait_for(lambda: _ns_gid(srv.guest), timeout=30, what="GID in namespace cc")
+        set_params(srv.guest, "sroce_cc", RIG_NP)
+        set_params(cli.guest, cli.dev, RIG_RP)
+        yield rx
+    finally:
+        cli.guest.run("ip route del 10.98.0.0/24 2>/dev/null; true")
+        srv.guest.run("pkill ib_write_bw; ip netns del cc; ip link del vcc0 2>/dev/null; "
+                      "sysctl -qw net.ipv4.ip_forward=0; true")
+        wait_for(lambda: "sroce_cc" not in srv.guest.run("rdma link").out, timeout=60,
+                 what="sroce_cc to go with its namespace")
+        set_params(cli.guest, cli.dev, PARAMS)
+
+
+def _ns_gid(g):
+    out = g.run("ip netns exec cc bash -c 'cd /sys/class/infiniband/sroce_cc/ports/1 && "
+                "grep -l . gid_attrs/types/* 2>/dev/null | while read f; do i=${f##*/}; "
+                "echo $i $(cat gids/$i); done'").out
+    for line in out.splitlines():
+        i, gid = line.split()
+        if gid.endswith("0a62:0002"):
+            return int(i)
+    return None
+
+
+def qp_bytes(g, dev):
+    """{lqpn: tx_bytes} of dev's RC QPs (rdma resource show qp -dd)."""
+    out = g.check("rdma resource show qp link %s -dd" % dev)
+    return {int(q): int(b) for q, b in
+            re.findall(r"lqpn (\d+) .*?type RC .*?drv_tx_bytes (\d+)", out)}
+
+
+def two_flows(pair, rx_gid, seconds=22, window=10, wait=TIMEOUT):
+    """Two ib_write_bw flows from guest 1 into namespace cc; per-flow rates in
+    Mbit/s (IP datagrams plus Ethernet header) over a window when both run,
+    and the counter deltas of the sender and the bottleneck's qdisc stats."""
+    srv, cli = pair.server, pair.client
+    ports = (18601, 18602)
+    sflags = "-s 65536 -D %d" % seconds
+    servers = [srv.guest.spawn("ip netns exec cc ib_write_bw -d sroce_cc -i 1 -x %d -F %s -p %d"
+                               % (rx_gid, sflags, p)) for p in ports]
+    wait_for(lambda: all(srv.guest.run("ip netns exec cc ss -Hltn 'sport = :%d' | grep -q ."
+                                       % p).ok for p in ports), timeout=60,
+             what="both servers to listen")
+    c0 = counters(cli.guest, cli.dev)
+    q0 = srv.guest.check("tc -s qdisc show dev vcc0 parent 1:1")
+    clients = [cli.guest.spawn(ib_write_bw(cli, cli.gid["ipv4"], sflags + " -p %d" % p,
+                                           "10.98.0.2")) for p in ports]
+    time.sleep(6)
+    t0, b0 = time.time(), qp_bytes(cli.guest, cli.dev)
+    time.sleep(window)
+    t1, b1 = time.time(), qp_bytes(cli.guest, cli.dev)
+    results = wait_all(clients + servers, wait)
+    c1 = counters(cli.guest, cli.dev)
+    q1 = srv.guest.check("tc -s qdisc show dev vcc0 parent 1:1")
+    rates = [(b1[q] - b0[q]) * 8 / (t1 - t0) / 1e6 for q in b0 if q in b1]
+    return results, rates, {k: delta(c0, c1, k) for k in c1}, _qstats(q0), _qstats(q1)
+
+
+def _qstats(text):
+    def num(pat):
+        m = re.search(pat, text)
+        return int(m.group(1)) if m else 0
+    return {"dropped": num(r"dropped (\d+)"), "ce_mark": num(r"ce_mark (\d+)"),
+            "sent": num(r"Sent (\d+) bytes")}
+
+
+def jain(xs):
+    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs)) if any(xs) else 0.0
+
+
+def test_dcqcn_shares_a_bottleneck_without_loss(sroce_pair, bottleneck):
+    """Two RC flows into a 30 Mbit/s bottleneck that marks CE: DCQCN keeps the
+    queue from overflowing (no drop there), the requesters do not retransmit
+    (retry, seq_nak_rcvd near zero), the flows share fairly (Jain's index
+    >= 0.9) and together keep the bottleneck busy. Under TCG with slub_debug the
+    utilization reached is 80-89 %; the test asks for 70 % (a benchmark, not a
+    timing assertion, measures the rest: make bench)."""
+    results, rates, d, q0, q1 = two_flows(sroce_pair, bottleneck)
+    assert all(r.ok for r in results), results
+    assert len(rates) == 2, rates
+    assert q1["dropped"] == q0["dropped"], (q0, q1)
+    assert q1["ce_mark"] > q0["ce_mark"], (q0, q1)
+    assert d["rp_rate_reductions"] > 0, d
+    sent = max(d["tx_packets"], 1)
+    assert d["retry"] + d["seq_nak_rcvd"] <= sent // 1000 + 2, d
+    assert jain(rates) >= 0.9, rates
+    assert sum(rates) >= 0.7 * BOTTLENECK_MBIT, rates
+
+
+def test_without_dcqcn_the_bottleneck_drops(sroce_pair, bottleneck):
+    """The same two flows with rp_enable 0 overrun the bottleneck: its queue
+    overflows and the requesters retransmit."""
+    cli = sroce_pair.client
+    set_params(cli.guest, cli.dev, {"rp_enable": 0})
+    results, rates, d, q0, q1 = two_flows(sroce_pair, bottleneck, seconds=14, window=5,
+                                        wait=40)
+    assert q1["dropped"] > q0["dropped"], (q0, q1)
+    assert d["retry"] + d["seq_nak_rcvd"] > 0, d
+
+
+@pytest.mark.parametrize("kinds", [("sroce", "rxe"), ("rxe", "sroce")],
+                         ids=["sroce-rxe", "rxe-sroce"])
+def test_interop_with_rxe_with_ecn_on(rig, kinds):
+    """rdma_rxe ignores ECN and CNPs; traffic still completes both ways with ECN
+    on. The sender's packets are ECN-capable (sroce's by default, rxe's through
+    perftest's --tclass 2) and netem marks them CE on the way: a sroce receiver
+    answers rxe with CNPs, which rxe drops; rxe receiving CE-marked sroce data
+    just takes it. ibv_rc_pingpong -c checks the data both ways."""
+    with console_guard(rig, "configuring " + "-".join(kinds)):
+        p = Pair(*[configure(g, k) for g, k in zip(rig.guests, kinds)])
+    srv, cli = p.server, p.client
+    try:
+        cli.guest.check("tc qdisc replace dev eth0 root netem loss 10% ecn")
+        sroce = srv if srv.kind == "sroce" else cli
+        before = counters(sroce.guest, sroce.dev)
+        extra = "-s 65536 -n 200 --tclass=2"
+        s, c = client_server(srv.guest, ib_write_bw(srv, srv.gid["ipv4"], extra),
+                             cli.guest, ib_write_bw(cli, cli.gid["ipv4"], extra,
+                                                    srv.guest.ip4), timeout=TIMEOUT)
+        assert c.ok and s.ok, (s, c)
+        after = counters(sroce.guest, sroce.dev)
+        if srv.kind == "sroce":
+            assert delta(before, after, "np_ecn_marked_roce_packets") > 0
+            assert delta(before, after, "np_cnp_sent") > 0
+        pp = "ibv_rc_pingpong -d %s -g %d -s 4096 -n 200 -c %s"
+        s, c = client_server(srv.guest, pp % (srv.dev, srv.gid["ipv4"], ""), cli.guest,
+                             pp % (cli.dev, cli.gid["ipv4"], srv.guest.ip4), timeout=TIMEOUT)
+        assert c.ok and s.ok, (s, c)
+    finally:
+        cli.guest.run("tc qdisc del dev eth0 root 2>/dev/null; true")
+        unconfigure(rig, rig.guests, "-".join(kinds))
