@@ -249,7 +249,7 @@ static void sroce_cc_increase(struct sroce_qp *qp)
 	struct sroce_dev *sdev = qp->sdev;
 	struct sroce_cc_qp *cc = &qp->cc;
 	u32 f = sroce_cc(sdev, SROCE_CC_RP_THRESHOLD);
-	u32 max = sroce_cc_max_kbps(sdev);
+	u32 top = sroce_cc_max_kbps(sdev);
 	u32 lo = min(cc->t_cnt, cc->bc_cnt), hi = max(cc->t_cnt, cc->bc_cnt);
 	u64 rt = cc->rt;
 
@@ -259,12 +259,12 @@ static void sroce_cc_increase(struct sroce_qp *qp)
 	else if (hi >= f)	/* additive increase */
 		rt += (u64)sroce_cc(sdev, SROCE_CC_RP_AI_RATE) * 1000;
 	/* else fast recovery: the target stays */
-	cc->rt = min_t(u64, rt, max);
+	cc->rt = min_t(u64, rt, top);
 	cc->rc = (u32)(((u64)cc->rt + cc->rc + 1) / 2);
 	/* Within 1 Mb/s of the maximum: the limiter is off. */
-	if (cc->rc + 1000 >= max) {
-		cc->rc = max;
-		cc->rt = max;
+	if (cc->rc + 1000 >= top) {
+		cc->rc = top;
+		cc->rt = top;
 		cc->limited = false;
 	}
 }
@@ -373,7 +373,7 @@ static void sroce_cc_cnp_locked(struct sroce_qp *qp)
 	struct sroce_cc_qp *cc = &qp->cc;
 	u64 now = ktime_get_ns();
 	u32 g = sroce_cc(sdev, SROCE_CC_RP_DCE_TCP_G);
-	u32 max = sroce_cc_max_kbps(sdev), min = sroce_cc_min_kbps(sdev);
+	u32 top = sroce_cc_max_kbps(sdev), floor = sroce_cc_min_kbps(sdev);
 	u64 keep, cut, rc, period;
 	bool first = !cc->limited;
 
@@ -381,7 +381,7 @@ static void sroce_cc_cnp_locked(struct sroce_qp *qp)
 	if (first) {
 		u32 r = sroce_cc(sdev, SROCE_CC_RP_RATE_TO_SET_ON_FIRST_CNP);
 
-		cc->rc = r ? min_t(u32, r * 1000, max) : max;
+		cc->rc = r ? min_t(u32, r * 1000, top) : top;
 		cc->rt = cc->rc;
 		cc->min_rc = cc->rc;
 		cc->alpha = sroce_cc(sdev, SROCE_CC_RP_INITIAL_ALPHA_VALUE);
@@ -422,7 +422,7 @@ static void sroce_cc_cnp_locked(struct sroce_qp *qp)
 	cut = (rc * cc->alpha) >> sroce_cc(sdev, SROCE_CC_RP_GD);
 	keep = div_u64(rc * sroce_cc(sdev, SROCE_CC_RP_MIN_DEC_FAC), 100);
 	rc = max(rc > cut ? rc - cut : 0, keep);
-	rc = clamp_t(u64, rc, min_t(u32, min, max), max);
+	rc = clamp_t(u64, rc, min_t(u32, floor, top), top);
 	cc->rt = cc->rc;
 	cc->rc = (u32)rc;
 	cc->min_rc = min(cc->min_rc, cc->rc);
