@@ -376,6 +376,17 @@ def test_without_dcqcn_the_bottleneck_drops(sroce_pair, bottleneck):
     assert d["retry"] + d["seq_nak_rcvd"] > 0, d
 
 
+def mark_ect_only(guest, dev, pct):
+    """netem marks CE on pct % of the ECN-capable IPv4 packets leaving dev;
+    everything else bypasses it, so nothing is dropped."""
+    guest.check("tc qdisc replace dev %s root handle 1: prio bands 2 priomap %s"
+                % (dev, " ".join(["1"] * 16)))
+    guest.check("tc qdisc add dev %s parent 1:1 handle 10: netem loss %d%% ecn" % (dev, pct))
+    for ect in ("0x01", "0x02"):
+        guest.check("tc filter add dev %s parent 1: protocol ip prio 1 u32 "
+                    "match ip tos %s 0x03 flowid 1:1" % (dev, ect))
+
+
 @pytest.mark.parametrize("kinds", [("sroce", "rxe"), ("rxe", "sroce")],
                          ids=["sroce-rxe", "rxe-sroce"])
 def test_interop_with_rxe_with_ecn_on(rig, kinds):
@@ -383,12 +394,17 @@ def test_interop_with_rxe_with_ecn_on(rig, kinds):
     on. The sender's packets are ECN-capable (sroce's by default, rxe's through
     perftest's --tclass 2) and netem marks them CE on the way: a sroce receiver
     answers rxe with CNPs, which rxe drops; rxe receiving CE-marked sroce data
-    just takes it. ibv_rc_pingpong -c checks the data both ways."""
+    just takes it. ibv_rc_pingpong -c checks the data both ways.
+
+    Only ECN-capable packets pass netem (a prio qdisc with a u32 filter on the
+    ECN bits), so it marks and never drops: a dropped final ACK after the peer
+    has destroyed its QP would fail ibv_rc_pingpong on any RC transport (rxe's
+    pingpong packets are Not-ECT)."""
     with console_guard(rig, "configuring " + "-".join(kinds)):
         p = Pair(*[configure(g, k) for g, k in zip(rig.guests, kinds)])
     srv, cli = p.server, p.client
     try:
-        cli.guest.check("tc qdisc replace dev eth0 root netem loss 10% ecn")
+        mark_ect_only(cli.guest, "eth0", 10)
         sroce = srv if srv.kind == "sroce" else cli
         before = counters(sroce.guest, sroce.dev)
         extra = "-s 65536 -n 200 --tclass=2"
@@ -397,6 +413,9 @@ def test_interop_with_rxe_with_ecn_on(rig, kinds):
                                                     srv.guest.ip4), timeout=TIMEOUT)
         assert c.ok and s.ok, (s, c)
         after = counters(sroce.guest, sroce.dev)
+        marker = cli.guest.check("tc -s qdisc show dev eth0 parent 1:1")
+        m = re.search(r"Sent \d+ bytes (\d+) pkt", marker)
+        assert m and int(m.group(1)) > 200, marker
         if srv.kind == "sroce":
             assert delta(before, after, "np_ecn_marked_roce_packets") > 0
             assert delta(before, after, "np_cnp_sent") > 0
