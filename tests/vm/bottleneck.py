@@ -1,0 +1,124 @@
+# SPDX-License-Identifier: GPL-2.0
+"""A congested link for the congestion-control suite and benchmark.
+
+Guest 0 becomes a router: the receiver lives in network namespace "cc" behind
+a veth pair whose egress (vcc0) is shaped to a rate (htb) with a CoDel queue
+that marks CE when a packet waited longer than a threshold; guest 1 routes the
+namespace's subnet through guest 0, so its RoCE traffic to 10.98.0.2 crosses
+the bottleneck. The namespace has its own sroce device, sroce_cc, on vcc1.
+"""
+import re
+
+from guestrdma import wait_for
+
+CC = "/sys/class/infiniband/%s/ports/1/cc/"
+# Every parameter with its default (ConnectX's).
+PARAMS = {
+    "ecn_enable": 1, "np_enable": 1, "np_min_time_between_cnps": 4, "np_cnp_dscp": 48,
+    "np_cnp_prio": 6, "rp_enable": 1, "rp_initial_alpha_value": 1023, "rp_dce_tcp_g": 1019,
+    "rp_dce_tcp_rtt": 1, "rp_rate_reduce_monitor_period": 4, "rp_gd": 11,
+    "rp_min_dec_fac": 50, "rp_min_rate": 1, "rp_max_rate": 0, "rp_rate_to_set_on_first_cnp": 0,
+    "rp_time_reset": 300, "rp_byte_reset": 32767, "rp_threshold": 1, "rp_ai_rate": 5,
+    "rp_hai_rate": 50,
+}
+# Time constants for a rig whose congestion feedback takes 10-20 ms, not
+# microseconds (TCG): the cut, alpha and CNP periods of the hardware defaults
+# scaled by 4000, the increase timer just above the cut period
+# (Documentation/congestion.rst has how they were chosen).
+RIG_RP = {"rp_max_rate": 100, "rp_dce_tcp_rtt": 4000, "rp_rate_reduce_monitor_period": 16000,
+          "rp_time_reset": 20000, "rp_byte_reset": 262144, "rp_ai_rate": 5, "rp_hai_rate": 10,
+          "rp_threshold": 5}
+RIG_NP = {"np_min_time_between_cnps": 16000}
+MBIT = 30
+CE_THRESHOLD = "3ms"
+RX_ADDR = "10.98.0.2"
+
+ROUTER = """
+set -e
+modprobe veth; modprobe sch_htb; modprobe sch_codel
+ip netns add cc
+ip link add vcc0 type veth peer name vcc1
+ip link set vcc1 netns cc
+ip addr add 10.98.0.1/24 dev vcc0
+ip link set vcc0 up
+ip netns exec cc ip link set lo up
+ip netns exec cc ip addr add {rx}/24 dev vcc1
+ip netns exec cc ip link set vcc1 up
+ip netns exec cc ip route add default via 10.98.0.1
+sysctl -qw net.ipv4.ip_forward=1
+tc qdisc add dev vcc0 root handle 1: htb default 1 r2q 100
+tc class add dev vcc0 parent 1: classid 1:1 htb rate {mbit}mbit ceil {mbit}mbit burst 30k cburst 30k
+tc qdisc add dev vcc0 parent 1:1 handle 10: codel limit 1000 target 20ms interval 200ms ecn ce_threshold {ce}
+ip netns exec cc rdma link add sroce_cc type sroce netdev vcc1
+"""
+
+
+def counters(g, dev):
+    """rdma statistic of dev port 1 as {name: value}."""
+    out = g.check("rdma statistic show link %s/1" % dev)
+    return {k: int(v) for k, v in re.findall(r"(\w+) (\d+)", out.split(" ", 2)[-1])}
+
+
+def delta(before, after, name):
+    return after[name] - before[name]
+
+
+def set_params(g, dev, params):
+    g.check("cd %s && " % (CC % dev) + " && ".join("echo %s > %s" % (v, k)
+                                                     for k, v in params.items()))
+
+
+def ns_gid(g):
+    """The IPv4 RoCE v2 GID index of sroce_cc in namespace cc, or None."""
+    out = g.run("ip netns exec cc bash -c 'cd /sys/class/infiniband/sroce_cc/ports/1 && "
+                "grep -l . gid_attrs/types/* 2>/dev/null | while read f; do i=${f##*/}; "
+                "echo $i $(cat gids/$i); done'").out
+    for line in out.splitlines():
+        i, gid = line.split()
+        if gid.endswith("0a62:0002"):
+            return int(i)
+    return None
+
+
+def build(router, sender, sender_dev, mbit=MBIT, ce=CE_THRESHOLD):
+    """The bottleneck in guest router, routed to from guest sender; the rig's
+    parameters on both ends. Returns sroce_cc's GID index."""
+    router.check(ROUTER.format(mbit=mbit, ce=ce, rx=RX_ADDR))
+    sender.check("ip route add 10.98.0.0/24 via %s" % router.ip4)
+    rx = wait_for(lambda: ns_gid(router), timeout=30, what="GID in namespace cc")
+    set_params(router, "sroce_cc", RIG_NP)
+    set_params(sender, sender_dev, RIG_RP)
+    return rx
+
+
+def tear_down(router, sender, sender_dev):
+    sender.run("ip route del 10.98.0.0/24 2>/dev/null; true")
+    router.run("pkill ib_write_bw; ip netns del cc; ip link del vcc0 2>/dev/null; "
+               "sysctl -qw net.ipv4.ip_forward=0; true")
+    wait_for(lambda: "sroce_cc" not in router.run("rdma link").out, timeout=60,
+             what="sroce_cc to go with its namespace")
+    set_params(sender, sender_dev, PARAMS)
+
+
+def qp_bytes(text):
+    """{lqpn: drv_tx_bytes} of the RC QPs in "rdma resource show qp -dd" output."""
+    return {int(q): int(b) for q, b in
+            re.findall(r"lqpn (\d+) .*?type RC .*?drv_tx_bytes (\d+)", text)}
+
+
+def qdisc_stats(text):
+    """From "tc -s qdisc show" of the CoDel queue: packets dropped (all), dropped
+    because the queue was full (overlimit), marked CE, bytes sent, backlog."""
+    def num(pat):
+        m = re.search(pat, text)
+        return int(m.group(1)) if m else 0
+    m = re.search(r"backlog ([\d.]+)([KM]?)b", text)
+    backlog = int(float(m.group(1)) * {"": 1, "K": 1024, "M": 1 << 20}[m.group(2)]) if m else 0
+    return {"dropped": num(r"dropped (\d+)"), "overlimit": num(r"drop_overlimit (\d+)"),
+            "ce_mark": num(r"ce_mark (\d+)"),
+            "sent": num(r"Sent (\d+) bytes"), "backlog": backlog}
+
+
+def jain(xs):
+    """Jain's fairness index of the rates xs (1: equal shares)."""
+    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs)) if any(xs) else 0.0
