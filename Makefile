@@ -9,7 +9,9 @@
 #                             installed (KVER_OTHERS); make test KVER=K: all of them on K only
 #   make check-style          checkpatch --strict on kernel/, LINUX_VERSION_CODE only in compat.h
 #   make demo                 two guests, sroce0 in each, rdma link + ibv_devinfo, traffic
-#   make bench                sroce vs rdma_rxe vs TCP, build/bench/ (never part of make test)
+#   make bench                sroce vs rdma_rxe vs TCP, then congestion control (bench-cc),
+#                             build/bench/ (never part of make test)
+#   make bench-cc             two RC flows through a bottleneck, DCQCN on and off
 #   make deb                  build/deb/sroce-dkms_V_all.deb and libsroce_V_ARCH.deb (debian/)
 #   make clean
 
@@ -39,7 +41,7 @@ WERROR ?= OFF
 endif
 
 .PHONY: all module userspace install install-tree test check-style unit-test vm-test \
-	vm-test-others demo bench deb deps clean
+	vm-test-others demo bench bench-cc deb deps clean
 
 all: module userspace
 
@@ -99,9 +101,19 @@ demo: deps
 # sroce against rdma_rxe and TCP (perftest, iperf3, sockperf, NVMe-oF) at netdev MTU
 # 1500 and 9000, guests without slub_debug, medians of 5: build/bench/bench.{json,png}
 # (BENCH_ARGS=--quick ...; vm/bench.py --help; Documentation/performance.rst).
+# Then the congestion-control run (bench-cc). Both run even when the first one
+# reports a failure; make fails if either did.
 bench: deps
 	$(MAKE) --no-print-directory install-tree
-	KVER=$(KVER) $(PYTHON) vm/bench.py $(BENCH_ARGS)
+	rc=0; KVER=$(KVER) $(PYTHON) vm/bench.py $(BENCH_ARGS) || rc=1; \
+	KVER=$(KVER) $(PYTHON) vm/bench_cc.py $(BENCH_CC_ARGS) || rc=1; exit $$rc
+
+# Two ib_write_bw flows into a 30 Mbit/s bottleneck that marks CE, staggered,
+# with DCQCN on and off: build/bench/congestion.{json,png}
+# (BENCH_CC_ARGS=--seconds 90 ...; vm/bench_cc.py --help; Documentation/congestion.rst).
+bench-cc: deps
+	$(MAKE) --no-print-directory install-tree
+	KVER=$(KVER) $(PYTHON) vm/bench_cc.py $(BENCH_CC_ARGS)
 
 # The Debian packages, built in a copy of the tree (build/deb/src/sroce) so that
 # dpkg-buildpackage writes nothing into the source tree or its parent. The
