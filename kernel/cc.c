@@ -24,7 +24,8 @@
  * Reaction point (RP)
  * -------------------
  * A CNP for one of our QPs (from its peer, for RC and UC) starts or feeds
- * that QP's rate limiter, which paces the requester (sroce_cc_may_send):
+ * that QP's rate limiter, which paces what the QP sends: its requester and
+ * its RDMA READ responses (sroce_cc_may_send):
  *
  *  - the first CNP starts the limiter at rp_rate_to_set_on_first_cnp, or
  *    at the maximum rate (rp_max_rate, else the netdev's speed), with
@@ -44,15 +45,14 @@
  *    stage once both have passed it;
  *  - once the current rate is back at the maximum the limiter is off.
  *
- * Timer events and alpha decay are evaluated lazily, when the requester
- * wants to send or a CNP arrives: nothing runs for an idle QP, and a QP
- * without congestion pays one predictable branch per packet. Pacing keeps
- * a time for the next packet; a requester ahead of it stops and a
- * high-resolution timer (softirq) resumes it, so pacing never spins. Up to
- * SROCE_CC_BURST_NS of credit is kept for timer slack.
- *
- * Only the requester is paced: RDMA READ responses and ACKs, which the
- * responder sends, are not.
+ * Timer events and alpha decay are evaluated lazily, when the QP wants to
+ * send or a CNP arrives: nothing runs for an idle QP, and a QP without
+ * congestion pays one predictable branch per packet. Pacing keeps a time
+ * for the next packet; a sender ahead of it stops and a high-resolution
+ * timer (softirq) resumes it (the requester directly, READ responses
+ * through resp_work), so pacing never spins. Up to SROCE_CC_BURST_NS of
+ * credit is kept for timer slack. ACKs, NAKs and atomic responses are not
+ * paced: they are small and hold up the peer's requester.
  */
 
 #include <linux/ethtool.h>
@@ -265,7 +265,7 @@ static void sroce_cc_increase(struct sroce_qp *qp)
 	if (cc->rc + 1000 >= top) {
 		cc->rc = top;
 		cc->rt = top;
-		cc->limited = false;
+		WRITE_ONCE(cc->limited, false);
 	}
 }
 
@@ -292,18 +292,27 @@ static void sroce_cc_timer_events(struct sroce_qp *qp, u64 now)
 	}
 }
 
-bool __sroce_cc_may_send(struct sroce_qp *qp)
+/*
+ * The caller holds sq_lock (requester) or rq_lock (READ responses), so the
+ * QP is not dead yet if it was not when the caller looked: destroy_qp marks
+ * it dead under both locks before it cancels the timer.
+ */
+bool __sroce_cc_may_send(struct sroce_qp *qp, int who)
 {
 	struct sroce_cc_qp *cc = &qp->cc;
 	u64 now = ktime_get_ns();
+	bool ok;
 
+	spin_lock(&cc->lock);
 	sroce_cc_timer_events(qp, now);
-	if (!cc->limited || cc->next_tx <= now)
-		return true;
-	if (!qp->dead)
+	ok = !cc->limited || cc->next_tx <= now;
+	if (!ok && !qp->dead) {
+		set_bit(who, &cc->waiting);
 		hrtimer_start(&cc->timer, ns_to_ktime(cc->next_tx),
 			      HRTIMER_MODE_ABS_SOFT);
-	return false;
+	}
+	spin_unlock(&cc->lock);
+	return ok;
 }
 
 void __sroce_cc_sent(struct sroce_qp *qp, u32 bytes)
@@ -312,50 +321,61 @@ void __sroce_cc_sent(struct sroce_qp *qp, u32 bytes)
 	u32 reset = sroce_cc(qp->sdev, SROCE_CC_RP_BYTE_RESET);
 	u64 now = ktime_get_ns();
 
+	spin_lock(&cc->lock);
 	if (!cc->rc)
-		return;
+		goto out;
 	if (cc->next_tx + SROCE_CC_BURST_NS < now)
 		cc->next_tx = now - SROCE_CC_BURST_NS;
 	cc->next_tx += div_u64((u64)bytes * 8 * USEC_PER_SEC, cc->rc);
 	if (!reset)
-		return;
+		goto out;
 	cc->bytes += bytes;
 	if (cc->bytes >= reset) {
 		cc->bytes = 0;
 		cc->bc_cnt++;
 		sroce_cc_increase(qp);
 	}
+out:
+	spin_unlock(&cc->lock);
 }
 
 static enum hrtimer_restart sroce_cc_timer_fn(struct hrtimer *t)
 {
 	struct sroce_qp *qp = container_of(t, struct sroce_qp, cc.timer);
+	struct sroce_cc_qp *cc = &qp->cc;
 
 	/* destroy_qp cancels the timer after marking the QP dead */
-	if (!READ_ONCE(qp->dead))
+	if (READ_ONCE(qp->dead))
+		return HRTIMER_NORESTART;
+	if (test_and_clear_bit(SROCE_CC_WAIT_RESP, &cc->waiting))
+		queue_delayed_work(system_highpri_wq, &qp->resp.work, 0);
+	if (test_and_clear_bit(SROCE_CC_WAIT_REQ, &cc->waiting))
 		sroce_req_kick(qp);
 	return HRTIMER_NORESTART;
 }
 
 void sroce_cc_init_qp(struct sroce_qp *qp)
 {
+	spin_lock_init(&qp->cc.lock);
 	hrtimer_init(&qp->cc.timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
 	qp->cc.timer.function = sroce_cc_timer_fn;
 }
 
-/* RESET: the limiter starts over (a stray timer only kicks the requester). */
+/* RESET: the limiter starts over (a stray timer only kicks an idle QP). */
 void sroce_cc_reset_locked(struct sroce_qp *qp)
 {
 	struct sroce_cc_qp *cc = &qp->cc;
 
-	cc->limited = false;
+	spin_lock(&cc->lock);
+	WRITE_ONCE(cc->limited, false);
 	cc->rc = 0;
 	cc->rt = 0;
 	cc->min_rc = 0;
 	cc->alpha = 0;
-	cc->tx_bytes = 0;
 	cc->cnp_handled = 0;
 	cc->cuts = 0;
+	spin_unlock(&cc->lock);
+	atomic64_set(&cc->tx_bytes, 0);
 	atomic64_set(&cc->ce_rcvd, 0);
 	atomic64_set(&cc->cnp_sent, 0);
 }
@@ -366,7 +386,7 @@ void sroce_cc_stop_qp(struct sroce_qp *qp)
 	hrtimer_cancel(&qp->cc.timer);
 }
 
-/* A CNP for @qp, under sq_lock. */
+/* A CNP for @qp, under cc.lock. */
 static void sroce_cc_cnp_locked(struct sroce_qp *qp)
 {
 	struct sroce_dev *sdev = qp->sdev;
@@ -387,7 +407,7 @@ static void sroce_cc_cnp_locked(struct sroce_qp *qp)
 		cc->alpha = sroce_cc(sdev, SROCE_CC_RP_INITIAL_ALPHA_VALUE);
 		cc->alpha_ts = now;
 		cc->next_tx = now;
-		cc->limited = true;
+		WRITE_ONCE(cc->limited, true);
 	} else {
 		u64 n;
 
@@ -413,7 +433,7 @@ static void sroce_cc_cnp_locked(struct sroce_qp *qp)
 			return;
 		if (!cc->limited) {
 			/* the pending increases reached the maximum */
-			cc->limited = true;
+			WRITE_ONCE(cc->limited, true);
 			cc->next_tx = now;
 		}
 	}
@@ -454,10 +474,14 @@ void sroce_cc_rcv_cnp(struct sroce_dev *sdev, const struct sk_buff *skb,
 	if (!qp)
 		goto out;
 	spin_lock(&qp->sq_lock);
+	/* RTR too: a responder sends READ responses before (or without) RTS */
 	if (!qp->dead && !qp->is_gsi &&
-	    (qp->state == IB_QPS_RTS || qp->state == IB_QPS_SQD) &&
+	    (qp->state == IB_QPS_RTR || qp->state == IB_QPS_RTS ||
+	     qp->state == IB_QPS_SQD || qp->state == IB_QPS_SQE) &&
 	    (qp->type == IB_QPT_UD || sroce_rx_from_peer(&qp->av, ip, pkt))) {
+		spin_lock(&qp->cc.lock);
 		sroce_cc_cnp_locked(qp);
+		spin_unlock(&qp->cc.lock);
 		handled = true;
 	}
 	spin_unlock(&qp->sq_lock);
@@ -532,15 +556,15 @@ int sroce_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 	u64 tx_bytes, handled, cuts;
 	u32 rate, target, min_rate, alpha;
 
-	spin_lock_bh(&qp->sq_lock);
-	tx_bytes = cc->tx_bytes;
+	spin_lock_bh(&cc->lock);
 	handled = cc->cnp_handled;
 	cuts = cc->cuts;
 	rate = cc->limited ? cc->rc / 1000 : 0;
 	target = cc->limited ? cc->rt / 1000 : 0;
 	min_rate = cc->min_rc / 1000;
 	alpha = cc->alpha;
-	spin_unlock_bh(&qp->sq_lock);
+	spin_unlock_bh(&cc->lock);
+	tx_bytes = atomic64_read(&cc->tx_bytes);
 
 	table = nla_nest_start(msg, RDMA_NLDEV_ATTR_DRIVER);
 	if (!table)

@@ -747,7 +747,8 @@ static bool sroce_req_packet(struct sroce_qp *qp, struct sroce_swqe *wqe)
 	bool rc = qp->type == IB_QPT_RC, ackreq;
 	int st;
 
-	if (qp->req.paused || sroce_tx_full(qp) || !sroce_cc_may_send(qp))
+	if (qp->req.paused || sroce_tx_full(qp) ||
+	    !sroce_cc_may_send(qp, SROCE_CC_WAIT_REQ))
 		return false;
 	if (!wqe->started) {
 		if (!sroce_req_start(qp, wqe))

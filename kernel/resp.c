@@ -79,6 +79,7 @@ static int sroce_resp_send(struct sroce_qp *qp, const struct sroce_resp_pkt *p)
 	const struct sroce_opcode_info *oi = sroce_opcode_lookup(p->opcode);
 	struct sroce_aeth aeth = { .syndrome = p->syn, .msn = qp->resp.msn };
 	struct sroce_txpkt tp;
+	unsigned int wire;
 
 	if (sroce_tx_alloc(qp->sdev, &qp->av, oi->hdr_len, p->plen, &tp))
 		return -ENOBUFS;
@@ -97,8 +98,12 @@ static int sroce_resp_send(struct sroce_qp *qp, const struct sroce_resp_pkt *p)
 	if (sroce_opcode_has(oi, SROCE_HDR_ATOMICACKETH))
 		sroce_put_be64(tp.bth + oi->hdr_off[SROCE_HDR_ATOMICACKETH],
 			       p->orig);
-	return sroce_tx_send(qp->sdev, &qp->av, qp->sport, &tp) == -ENOBUFS ?
-	       -ENOBUFS : 0;
+	wire = tp.skb->len + ETH_HLEN;
+	if (sroce_tx_send(qp->sdev, &qp->av, qp->sport, &tp) == -ENOBUFS)
+		return -ENOBUFS;
+	if (p->plen)
+		sroce_cc_sent(qp, wire);	/* READ responses are paced */
+	return 0;
 }
 
 static void sroce_send_ack(struct sroce_qp *qp, u32 psn, u8 syn)
@@ -516,9 +521,14 @@ static bool sroce_read_job_run(struct sroce_qp *qp, unsigned int budget)
 {
 	struct sroce_read_job *rj = &qp->resp.read;
 
+	rj->paced = false;
 	while (rj->active && budget--) {
 		if (sroce_tx_full(qp)) {
 			rj->tx_wait = true;	/* the skb destructor kicks us */
+			return false;
+		}
+		if (!sroce_cc_may_send(qp, SROCE_CC_WAIT_RESP)) {
+			rj->paced = true;	/* the limiter's timer kicks us */
 			return false;
 		}
 		bool last = rj->psn == rj->last_psn;
@@ -590,8 +600,9 @@ static void sroce_resp_defer(struct sroce_qp *qp)
 	unsigned long delay = qp->resp.read.stalled ? 1 : 0;
 
 	qp->resp.read.stalled = false;
-	if (qp->resp.read.tx_wait) {
+	if (qp->resp.read.tx_wait || qp->resp.read.paced) {
 		qp->resp.read.tx_wait = false;
+		qp->resp.read.paced = false;
 		return;
 	}
 	if (!qp->dead)
@@ -1136,7 +1147,8 @@ void sroce_resp_work(struct work_struct *work)
 		}
 		if (qp->resp.read.active) {
 			if (!sroce_read_job_run(qp, SROCE_RESP_BUDGET) &&
-			    (qp->resp.read.stalled || qp->resp.read.tx_wait))
+			    (qp->resp.read.stalled || qp->resp.read.tx_wait ||
+			     qp->resp.read.paced))
 				break;
 			continue;	/* the job may also have ended in error */
 		}

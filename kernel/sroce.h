@@ -508,6 +508,7 @@ struct sroce_read_job {
 	bool			active;
 	bool			stalled;	/* transmit queue was full */
 	bool			tx_wait;	/* at the in-flight limit */
+	bool			paced;		/* the rate limiter's timer kicks us */
 	u32			rkey;
 	u64			va;
 	u32			left;		/* bytes still to send */
@@ -535,10 +536,14 @@ struct sroce_req_info {
 
 /*
  * Congestion control state of a QP (cc.c). The reaction point (DCQCN rate
- * limiter) is guarded by sq_lock; the notification point runs in receive
- * with atomics. Rates in kbit/s, times in ns of ktime_get_ns().
+ * limiter) paces both senders of the QP, the requester (under sq_lock) and
+ * the READ responses (under rq_lock): its state is guarded by its own lock,
+ * taken inside either. The notification point runs in receive with
+ * atomics. Rates in kbit/s, times in ns of ktime_get_ns().
  */
 struct sroce_cc_qp {
+	spinlock_t		lock;		/* the limiter: below, to min_rc */
+	unsigned long		waiting;	/* SROCE_CC_WAIT_* the timer kicks */
 	bool			limited;	/* paced at rc */
 	u32			rc;		/* current rate */
 	u32			rt;		/* target rate */
@@ -551,8 +556,8 @@ struct sroce_cc_qp {
 	u64			cut_ts;		/* last cut */
 	u64			inc_ts;		/* timer events counted up to here */
 	u64			next_tx;	/* pacing: the next packet's time */
-	struct hrtimer		timer;		/* resumes the paced requester */
-	u64			tx_bytes;	/* requester bytes sent */
+	struct hrtimer		timer;		/* resumes who is paced */
+	atomic64_t		tx_bytes;	/* requests and READ responses */
 	u64			cnp_handled;
 	u64			cuts;
 	/* notification point */
@@ -853,7 +858,9 @@ void sroce_cc_init_qp(struct sroce_qp *qp);
 void sroce_cc_reset_locked(struct sroce_qp *qp);
 void sroce_cc_stop_qp(struct sroce_qp *qp);
 u8 sroce_cc_tos(struct sroce_dev *sdev, const struct sroce_av *av);
-bool __sroce_cc_may_send(struct sroce_qp *qp);
+enum { SROCE_CC_WAIT_REQ, SROCE_CC_WAIT_RESP };
+
+bool __sroce_cc_may_send(struct sroce_qp *qp, int who);
 void __sroce_cc_sent(struct sroce_qp *qp, u32 bytes);
 void sroce_cc_rcv_cnp(struct sroce_dev *sdev, const struct sk_buff *skb,
 		      const struct sroce_pkt *pkt);
@@ -861,17 +868,21 @@ void sroce_cc_rcv_ce(struct sroce_qp *qp, const u8 *ip,
 		     const struct sroce_pkt *pkt);
 int sroce_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp);
 
-/* May the requester send now? Under sq_lock. False: a timer resumes it. */
-static inline bool sroce_cc_may_send(struct sroce_qp *qp)
+/*
+ * May @who (SROCE_CC_WAIT_REQ under sq_lock, SROCE_CC_WAIT_RESP under
+ * rq_lock) send now? False: the limiter's timer resumes it.
+ */
+static inline bool sroce_cc_may_send(struct sroce_qp *qp, int who)
 {
-	return likely(!qp->cc.limited) || __sroce_cc_may_send(qp);
+	return likely(!READ_ONCE(qp->cc.limited)) ||
+	       __sroce_cc_may_send(qp, who);
 }
 
-/* The requester sent a packet of @bytes on the wire. Under sq_lock. */
+/* A packet of @bytes on the wire left for @qp (under sq_lock or rq_lock). */
 static inline void sroce_cc_sent(struct sroce_qp *qp, u32 bytes)
 {
-	qp->cc.tx_bytes += bytes;
-	if (unlikely(qp->cc.limited))
+	atomic64_add(bytes, &qp->cc.tx_bytes);
+	if (unlikely(READ_ONCE(qp->cc.limited)))
 		__sroce_cc_sent(qp, bytes);
 }
 
