@@ -233,22 +233,33 @@ def qp_bytes(g, dev):
     return bn.qp_bytes(g.check("rdma resource show qp link %s -dd" % dev))
 
 
-def two_flows(pair, rx_gid, seconds=22, window=10, wait=TIMEOUT):
-    """Two ib_write_bw flows from guest 1 into namespace cc; per-flow rates in
-    Mbit/s (IP datagrams plus Ethernet header) over a window when both run,
-    and the counter deltas of the sender and the bottleneck's qdisc stats."""
+def two_flows(pair, rx_gid, seconds=22, window=10, wait=TIMEOUT, read=False):
+    """Two flows from guest 1 into namespace cc: ib_write_bw from guest 1, or
+    with read=True ib_read_bw from namespace cc, whose READ responses guest 1
+    sends. Per-flow rates in Mbit/s (IP datagrams plus Ethernet header, of
+    guest 1's QPs) over a window when both run, and the counter deltas of
+    guest 1 and the bottleneck's qdisc stats."""
     srv, cli = pair.server, pair.client
     ports = (18601, 18602)
-    sflags = "-s 65536 -D %d" % seconds
-    servers = [srv.guest.spawn("ip netns exec cc ib_write_bw -d sroce_cc -i 1 -x %d -F %s -p %d"
-                               % (rx_gid, sflags, p)) for p in ports]
-    wait_for(lambda: all(srv.guest.run("ip netns exec cc ss -Hltn 'sport = :%d' | grep -q ."
-                                       % p).ok for p in ports), timeout=60,
+    sflags = "-s 65536 -D %d -p %%d" % seconds
+    ns = "ip netns exec cc "
+    inside = ns + "ib_%s_bw -d sroce_cc -i 1 -x %d -F %s" % ("read" if read else "write",
+                                                            rx_gid, sflags)
+    if read:
+        outside = "ib_read_bw -d %s -i 1 -x %d -F %s" % (cli.dev, cli.gid["ipv4"], sflags)
+        listen, connect = (cli.guest, outside, ""), (srv.guest, inside, cli.guest.ip4)
+    else:
+        outside = ib_write_bw(cli, cli.gid["ipv4"], sflags)
+        listen, connect = (srv.guest, inside, ""), (cli.guest, outside, bn.RX_ADDR)
+    g, cmd, _ = listen
+    servers = [g.spawn(cmd % p) for p in ports]
+    wait_for(lambda: all(g.run("%sss -Hltn 'sport = :%d' | grep -q ."
+                               % ("" if read else ns, p)).ok for p in ports), timeout=60,
              what="both servers to listen")
     c0 = counters(cli.guest, cli.dev)
     q0 = srv.guest.check("tc -s qdisc show dev vcc0 parent 1:1")
-    clients = [cli.guest.spawn(ib_write_bw(cli, cli.gid["ipv4"], sflags + " -p %d" % p,
-                                           bn.RX_ADDR)) for p in ports]
+    g, cmd, host = connect
+    clients = [g.spawn("%s %s" % (cmd % p, host)) for p in ports]
     time.sleep(6)
     t0, b0 = time.time(), qp_bytes(cli.guest, cli.dev)
     time.sleep(window)
@@ -282,6 +293,25 @@ def test_dcqcn_shares_a_bottleneck_without_loss(sroce_pair, bottleneck):
     assert d["rp_rate_reductions"] > 0, d
     sent = max(d["tx_packets"], 1)
     assert d["retry"] + d["seq_nak_rcvd"] <= sent // 1000 + 2, d
+    assert jain(rates) >= 0.9, rates
+    assert sum(rates) >= 0.7 * bn.MBIT, rates
+
+
+def test_dcqcn_paces_read_responses(sroce_pair, bottleneck):
+    """Two ib_read_bw flows from namespace cc READ from guest 1: the READ
+    responses cross the bottleneck, the reader's QPs answer their CE marks
+    with CNPs, and guest 1's responder QPs (perftest leaves them in RTR) take
+    them and pace their responses: rate cuts, no drop at the bottleneck, fair
+    shares. (Unpaced, the READs outstanding keep about 1 MB queued there:
+    every response is marked.)"""
+    results, rates, d, q0, q1 = two_flows(sroce_pair, bottleneck, read=True)
+    print("READ responses %s Mbit/s (%.0f %% of %d), Jain %.3f, cuts %d, drops %d"
+          % (rates, 100 * sum(rates) / bn.MBIT, bn.MBIT, jain(rates), d["rp_rate_reductions"],
+             q1["dropped"] - q0["dropped"]))
+    assert all(r.ok for r in results), results
+    assert len(rates) == 2, rates
+    assert d["rp_cnp_handled"] > 0 and d["rp_rate_reductions"] > 0, d
+    assert q1["dropped"] == q0["dropped"], (q0, q1)
     assert jain(rates) >= 0.9, rates
     assert sum(rates) >= 0.7 * bn.MBIT, rates
 
