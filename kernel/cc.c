@@ -18,8 +18,8 @@
  * makes the QP send a CNP to the peer QP: BTH opcode 0x81 with BECN set,
  * PSN 0, 16 reserved zero bytes, ICRC; not ECN-capable, with DSCP
  * np_cnp_dscp and skb->priority np_cnp_prio. A QP sends at most one CNP
- * every np_min_time_between_cnps microseconds. UD QPs count CE but send no
- * CNPs (nothing ties a UD packet's source to a path of ours).
+ * every np_min_time_between_cnps microseconds. A UD QP answers the source
+ * QP and address of a packet with its Q_Key (the GSI QP does not answer).
  *
  * Reaction point (RP)
  * -------------------
@@ -516,20 +516,73 @@ static void sroce_cc_send_cnp(struct sroce_qp *qp)
 }
 
 /*
+ * Under rq_lock, on a UD QP: a CNP to the QP that sent the CE-marked
+ * packet (DETH source QPN), at the address it came from, out of the
+ * netdev it came in on. No route cache: at most one per interval.
+ */
+static void sroce_cc_send_cnp_ud(struct sroce_qp *qp, const struct sk_buff *skb,
+				 const struct sroce_pkt *pkt, u32 sqpn)
+{
+	struct sroce_dev *sdev = qp->sdev;
+	const u8 *ip = skb_network_header(skb);
+	struct sroce_av av = {
+		.ipver = pkt->ip_version,
+		.hop_limit = 64,
+		.ifindex = skb->dev ? skb->dev->ifindex : 0,
+	};
+	struct sroce_txpkt tp;
+
+	if (pkt->ip_version == 4) {
+		const struct iphdr *h = (const struct iphdr *)ip;
+
+		ipv6_addr_set_v4mapped(h->saddr, &av.daddr);
+		ipv6_addr_set_v4mapped(h->daddr, &av.saddr);
+	} else {
+		const struct ipv6hdr *h = (const struct ipv6hdr *)ip;
+
+		av.daddr = h->saddr;
+		av.saddr = h->daddr;
+	}
+	if (sroce_tx_alloc(sdev, &av, SROCE_BTH_LEN + SROCE_CNP_RSVD_LEN, 0,
+			   &tp))
+		return;
+	tp.qp = qp;
+	sroce_bth_init(tp.bth, SROCE_OP_CNP, SROCE_DEFAULT_PKEY, sqpn, 0);
+	tp.bth[4] = SROCE_BTH_BECN;
+	tp.tos = sroce_cc(sdev, SROCE_CC_NP_CNP_DSCP) << 2;	/* Not-ECT */
+	tp.prio = sroce_cc(sdev, SROCE_CC_NP_CNP_PRIO);
+	if (sroce_tx_send(sdev, &av, qp->sport, &tp))
+		return;
+	atomic64_inc(&qp->cc.cnp_sent);
+	sroce_cnt_inc(sdev, SROCE_CNT_NP_CNP_SENT);
+}
+
+/*
  * A valid packet for @qp arrived with CE (softirq, before the transport
  * sees it): count it, and answer with a CNP unless one left recently.
+ * RC and UC answer their peer; UD answers the sender of a packet it would
+ * take (its Q_Key), the GSI QP nobody.
  */
-void sroce_cc_rcv_ce(struct sroce_qp *qp, const u8 *ip,
+void sroce_cc_rcv_ce(struct sroce_qp *qp, const struct sk_buff *skb,
 		     const struct sroce_pkt *pkt)
 {
 	struct sroce_dev *sdev = qp->sdev;
 	struct sroce_cc_qp *cc = &qp->cc;
+	const u8 *ip = skb_network_header(skb);
+	struct sroce_deth deth = {};
+	bool ud = qp->type == IB_QPT_UD;
 	u64 now, last, gap;
 
 	atomic64_inc(&cc->ce_rcvd);
-	if (!sroce_cc(sdev, SROCE_CC_NP_ENABLE) ||
-	    (qp->type != IB_QPT_RC && qp->type != IB_QPT_UC))
+	if (!sroce_cc(sdev, SROCE_CC_NP_ENABLE) || qp->is_gsi)
 		return;
+	if (ud) {
+		if (!sroce_opcode_has(pkt->info, SROCE_HDR_DETH))
+			return;
+		sroce_deth_decode(ip + pkt->hdr_off[SROCE_HDR_DETH], &deth);
+	} else if (qp->type != IB_QPT_RC && qp->type != IB_QPT_UC) {
+		return;
+	}
 	now = ktime_get_ns();
 	last = atomic64_read(&cc->np_last);
 	gap = (u64)sroce_cc(sdev, SROCE_CC_NP_MIN_TIME_BETWEEN_CNPS) *
@@ -539,9 +592,13 @@ void sroce_cc_rcv_ce(struct sroce_qp *qp, const u8 *ip,
 	spin_lock(&qp->rq_lock);
 	if (!qp->dead && (qp->state == IB_QPS_RTR || qp->state == IB_QPS_RTS ||
 			  qp->state == IB_QPS_SQD || qp->state == IB_QPS_SQE) &&
-	    sroce_rx_from_peer(&qp->av, ip, pkt) &&
-	    atomic64_cmpxchg(&cc->np_last, last, now) == last)
-		sroce_cc_send_cnp(qp);
+	    (ud ? deth.qkey == qp->qkey : sroce_rx_from_peer(&qp->av, ip, pkt)) &&
+	    atomic64_cmpxchg(&cc->np_last, last, now) == last) {
+		if (ud)
+			sroce_cc_send_cnp_ud(qp, skb, pkt, deth.sqpn);
+		else
+			sroce_cc_send_cnp(qp);
+	}
 	spin_unlock(&qp->rq_lock);
 }
 

@@ -246,7 +246,7 @@ static void sroce_rcv_pkt(struct sroce_dev *sdev, struct sk_buff *skb,
 		return;
 	}
 	if (unlikely(ce))
-		sroce_cc_rcv_ce(qp, ip, pkt);
+		sroce_cc_rcv_ce(qp, skb, pkt);
 	if (pkt->info->flags & SROCE_OPF_REQUEST)
 		sroce_resp_rcv(qp, skb, pkt);
 	else

@@ -864,7 +864,7 @@ bool __sroce_cc_may_send(struct sroce_qp *qp, int who);
 void __sroce_cc_sent(struct sroce_qp *qp, u32 bytes);
 void sroce_cc_rcv_cnp(struct sroce_dev *sdev, const struct sk_buff *skb,
 		      const struct sroce_pkt *pkt);
-void sroce_cc_rcv_ce(struct sroce_qp *qp, const u8 *ip,
+void sroce_cc_rcv_ce(struct sroce_qp *qp, const struct sk_buff *skb,
 		     const struct sroce_pkt *pkt);
 int sroce_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp);
 
