@@ -142,6 +142,31 @@ def test_ce_marks_make_cnps_that_cut_the_rate(sroce_pair, defaults_after):
     assert {(r[1], r[2], r[4]) for r in cnps} == {("48", "0", srv_ip)}, cnps[:5]
 
 
+def test_ud_ce_marks_make_cnps(sroce_pair, defaults_after):
+    """UD: a CE-marked packet makes the receiving UD QP send a CNP to the source
+    QP of the packet (DETH) at its source address; the sending UD QP takes it
+    and cuts its rate. Every CNP that arrives finds its QP."""
+    srv, cli = sroce_pair.server, sroce_pair.client
+    cli.guest.check("tc qdisc replace dev eth0 root netem loss 20% ecn")
+    b0, b1 = counters(srv.guest, srv.dev), counters(cli.guest, cli.dev)
+    cmd = "ib_send_bw -d %s -i 1 -x %d -F -c UD -s 512 -n 3000 %s"
+    try:
+        s, c = client_server(srv.guest, cmd % (srv.dev, srv.gid["ipv4"], ""),
+                             cli.guest, cmd % (cli.dev, cli.gid["ipv4"], srv.guest.ip4),
+                             timeout=TIMEOUT)
+    finally:
+        cli.guest.run("tc qdisc del dev eth0 root")
+    assert c.ok and s.ok, (s, c)
+    a0, a1 = counters(srv.guest, srv.dev), counters(cli.guest, cli.dev)
+    d0 = {k: delta(b0, a0, k) for k in a0}
+    d1 = {k: delta(b1, a1, k) for k in a1}
+    assert d0["np_ecn_marked_roce_packets"] > 0, d0
+    assert 0 < d0["np_cnp_sent"] <= d0["np_ecn_marked_roce_packets"], d0
+    assert 0 < d1["rx_cnp"] <= d0["np_cnp_sent"], (d0, d1)
+    assert d1["rp_cnp_handled"] == d1["rx_cnp"] and d1["rp_cnp_ignored"] == 0, d1
+    assert d1["rp_rate_reductions"] > 0, d1
+
+
 def test_cnp_interval_limits_cnps(sroce_pair, defaults_after):
     """With np_min_time_between_cnps at 100 ms, a few seconds of marked traffic
     bring only a few dozen CNPs, not one per marked packet."""
