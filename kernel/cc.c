@@ -493,44 +493,45 @@ out:
 
 /* --------------------------------------------------- notification point */
 
-/* Under rq_lock, on a connected QP. */
-static void sroce_cc_send_cnp(struct sroce_qp *qp)
+/*
+ * Under rq_lock: a CNP from @qp to QP @dqpn at @av, routed through @dc if
+ * given.
+ */
+static void sroce_cc_cnp_out(struct sroce_qp *qp, const struct sroce_av *av,
+			     struct dst_cache *dc, u32 dqpn)
 {
 	struct sroce_dev *sdev = qp->sdev;
 	struct sroce_txpkt tp;
 
-	if (sroce_tx_alloc(sdev, &qp->av, SROCE_BTH_LEN + SROCE_CNP_RSVD_LEN,
-			   0, &tp))
+	if (sroce_tx_alloc(sdev, av, SROCE_BTH_LEN + SROCE_CNP_RSVD_LEN, 0,
+			   &tp))
 		return;
 	tp.qp = qp;
-	tp.dst = &qp->tx_dst;
-	sroce_bth_init(tp.bth, SROCE_OP_CNP, SROCE_DEFAULT_PKEY, qp->dest_qpn,
-		       0);
+	tp.dst = dc;
+	sroce_bth_init(tp.bth, SROCE_OP_CNP, SROCE_DEFAULT_PKEY, dqpn, 0);
 	tp.bth[4] = SROCE_BTH_BECN;
 	tp.tos = sroce_cc(sdev, SROCE_CC_NP_CNP_DSCP) << 2;	/* Not-ECT */
 	tp.prio = sroce_cc(sdev, SROCE_CC_NP_CNP_PRIO);
-	if (sroce_tx_send(sdev, &qp->av, qp->sport, &tp))
+	if (sroce_tx_send(sdev, av, qp->sport, &tp))
 		return;
 	atomic64_inc(&qp->cc.cnp_sent);
 	sroce_cnt_inc(sdev, SROCE_CNT_NP_CNP_SENT);
 }
 
 /*
- * Under rq_lock, on a UD QP: a CNP to the QP that sent the CE-marked
- * packet (DETH source QPN), at the address it came from, out of the
- * netdev it came in on. No route cache: at most one per interval.
+ * A UD QP's CNP goes to the QP that sent the CE-marked packet (DETH source
+ * QPN), at the address it came from, out of the netdev it came in on. No
+ * route cache: at most one per interval.
  */
-static void sroce_cc_send_cnp_ud(struct sroce_qp *qp, const struct sk_buff *skb,
-				 const struct sroce_pkt *pkt, u32 sqpn)
+static void sroce_cc_cnp_ud(struct sroce_qp *qp, const struct sk_buff *skb,
+			    const struct sroce_pkt *pkt, u32 sqpn)
 {
-	struct sroce_dev *sdev = qp->sdev;
 	const u8 *ip = skb_network_header(skb);
 	struct sroce_av av = {
 		.ipver = pkt->ip_version,
 		.hop_limit = 64,
 		.ifindex = skb->dev ? skb->dev->ifindex : 0,
 	};
-	struct sroce_txpkt tp;
 
 	if (pkt->ip_version == 4) {
 		const struct iphdr *h = (const struct iphdr *)ip;
@@ -543,18 +544,7 @@ static void sroce_cc_send_cnp_ud(struct sroce_qp *qp, const struct sk_buff *skb,
 		av.daddr = h->saddr;
 		av.saddr = h->daddr;
 	}
-	if (sroce_tx_alloc(sdev, &av, SROCE_BTH_LEN + SROCE_CNP_RSVD_LEN, 0,
-			   &tp))
-		return;
-	tp.qp = qp;
-	sroce_bth_init(tp.bth, SROCE_OP_CNP, SROCE_DEFAULT_PKEY, sqpn, 0);
-	tp.bth[4] = SROCE_BTH_BECN;
-	tp.tos = sroce_cc(sdev, SROCE_CC_NP_CNP_DSCP) << 2;	/* Not-ECT */
-	tp.prio = sroce_cc(sdev, SROCE_CC_NP_CNP_PRIO);
-	if (sroce_tx_send(sdev, &av, qp->sport, &tp))
-		return;
-	atomic64_inc(&qp->cc.cnp_sent);
-	sroce_cnt_inc(sdev, SROCE_CNT_NP_CNP_SENT);
+	sroce_cc_cnp_out(qp, &av, NULL, sqpn);
 }
 
 /*
@@ -595,9 +585,10 @@ void sroce_cc_rcv_ce(struct sroce_qp *qp, const struct sk_buff *skb,
 	    (ud ? deth.qkey == qp->qkey : sroce_rx_from_peer(&qp->av, ip, pkt)) &&
 	    atomic64_cmpxchg(&cc->np_last, last, now) == last) {
 		if (ud)
-			sroce_cc_send_cnp_ud(qp, skb, pkt, deth.sqpn);
+			sroce_cc_cnp_ud(qp, skb, pkt, deth.sqpn);
 		else
-			sroce_cc_send_cnp(qp);
+			sroce_cc_cnp_out(qp, &qp->av, &qp->tx_dst,
+					 qp->dest_qpn);
 	}
 	spin_unlock(&qp->rq_lock);
 }
