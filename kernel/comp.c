@@ -295,6 +295,12 @@ static void sroce_comp_read_resp(struct sroce_qp *qp, const u8 *ip,
 		st = sroce_wqe_copy(qp, wqe, wqe->read_done,
 				    (u8 *)ip + pkt->payload_off, want,
 				    SROCE_COPY_TO_MR);
+		/*
+		 * An ODP page invalidated since the READ started: the response
+		 * is dropped (a fault is queued) and asked for again.
+		 */
+		if (st == -EAGAIN)
+			return;
 		if (st) {
 			sroce_wqe_fail(qp, wqe, st);
 			return;
@@ -318,6 +324,8 @@ static void sroce_comp_atomic_ack(struct sroce_qp *qp, const u8 *ip,
 	orig = sroce_atomicacketh_orig(ip + pkt->hdr_off[SROCE_HDR_ATOMICACKETH]);
 	st = sroce_wqe_copy(qp, wqe, 0, (u8 *)&orig, sizeof(orig),
 			    SROCE_COPY_TO_MR);
+	if (st == -EAGAIN)
+		return;	/* as for a READ response above: the retry asks again */
 	if (st) {
 		sroce_wqe_fail(qp, wqe, st);
 		return;

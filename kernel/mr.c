@@ -24,6 +24,14 @@
  * pages are released only then, and the structure itself after an RCU grace
  * period.
  *
+ * On-demand paging
+ * ----------------
+ * An IB_ACCESS_ON_DEMAND region pins nothing: odp.c maps its pages as the
+ * transport touches them and drops them when the process's mappings change.
+ * Its accesses hold the region's lock like those of a fast-registration
+ * region, and may fail with -EAGAIN (page not mapped yet, fault queued),
+ * which the transport turns into "try again later".
+ *
  * Accesses
  * --------
  * The transport never keeps a reference across packets: every packet of a
@@ -55,7 +63,8 @@ static_assert((u64)SROCE_MAX_MR << SROCE_MR_KEY_SHIFT <= U32_MAX);
 				 IB_ACCESS_REMOTE_READ | \
 				 IB_ACCESS_REMOTE_ATOMIC | \
 				 IB_ACCESS_MW_BIND | \
-				 IB_ACCESS_HUGETLB)
+				 IB_ACCESS_HUGETLB | \
+				 IB_ACCESS_ON_DEMAND)
 
 void sroce_mr_init_dev(struct sroce_dev *sdev)
 {
@@ -73,8 +82,9 @@ void sroce_mr_fini_dev(struct sroce_dev *sdev)
 
 /*
  * IBTA 10.6.3.1 / 11.2.8.2: remote write and remote atomic need local write.
- * Unknown bits are invalid; on-demand paging and zero-based regions are valid
- * requests this device does not implement.
+ * Unknown bits are invalid; zero-based regions are a valid request this
+ * device does not implement. On-demand paging is for user regions only
+ * (sroce_reg_user()).
  */
 static int sroce_check_access(int access)
 {
@@ -83,7 +93,7 @@ static int sroce_check_access(int access)
 	if ((access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC)) &&
 	    !(access & IB_ACCESS_LOCAL_WRITE))
 		return -EINVAL;
-	if (access & (IB_ACCESS_ON_DEMAND | IB_ZERO_BASED))
+	if (access & IB_ZERO_BASED)
 		return -EOPNOTSUPP;
 	return 0;
 }
@@ -175,6 +185,8 @@ struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access)
 	err = sroce_check_access(access);
 	if (err)
 		return ERR_PTR(err);
+	if (access & IB_ACCESS_ON_DEMAND)
+		return ERR_PTR(-EOPNOTSUPP);
 
 	mr = sroce_mr_alloc(to_spd(ibpd), access);
 	if (!mr)
@@ -215,6 +227,49 @@ static int sroce_mr_collect_pages(struct sroce_mr *mr)
 	return 0;
 }
 
+/*
+ * An ODP region: nothing pinned, pages mapped on access (odp.c). An
+ * implicit one (start 0, length U64_MAX, iova 0) covers the whole address
+ * space with iova == address.
+ */
+static struct ib_mr *sroce_reg_odp(struct ib_pd *ibpd, u64 start, u64 length,
+				   u64 iova, int access, struct sroce_mr *old)
+{
+	struct sroce_dev *sdev = to_sdev(ibpd->device);
+	bool implicit = !start && length == U64_MAX;
+	struct sroce_mr *mr;
+	int err;
+
+	if (implicit ? iova != 0 :
+	    (!length || length > SROCE_MAX_MR_SIZE ||
+	     start + length < start || iova + length < iova))
+		return ERR_PTR(-EINVAL);
+
+	mr = sroce_mr_alloc(to_spd(ibpd), access);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->type = SROCE_MR_ODP;
+	mr->iova = iova;
+	mr->length = length;
+	err = sroce_odp_init(mr, start, implicit);
+	if (err)
+		goto err_free;
+
+	err = old ? sroce_mr_republish(sdev, mr, old) :
+		    sroce_mr_publish(sdev, mr);
+	if (err)
+		goto err_fini;
+	mr->ibmr.iova = iova;
+	mr->ibmr.length = length;
+	return &mr->ibmr;
+
+err_fini:
+	sroce_odp_fini(mr);
+err_free:
+	kfree(mr);
+	return ERR_PTR(err);
+}
+
 /* Register a user region; under @old's key if @old is given (rereg). */
 static struct ib_mr *sroce_reg_user(struct ib_pd *ibpd, u64 start, u64 length,
 				    u64 iova, int access, struct ib_udata *udata,
@@ -230,6 +285,8 @@ static struct ib_mr *sroce_reg_user(struct ib_pd *ibpd, u64 start, u64 length,
 		return ERR_PTR(err);
 	if (udata && (udata->inlen || udata->outlen))
 		return ERR_PTR(-EINVAL);
+	if (access & IB_ACCESS_ON_DEMAND)
+		return sroce_reg_odp(ibpd, start, length, iova, access, old);
 	if (!length || length > SROCE_MAX_MR_SIZE ||
 	    start + length < start || iova + length < iova ||
 	    length > SIZE_MAX)
@@ -319,7 +376,7 @@ struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	struct sroce_mr *old = to_smr(ibmr);
 	struct ib_mr *mr;
 
-	if (!old->umem)
+	if (!old->umem && !old->odp)
 		return ERR_PTR(-EINVAL);
 	/* Windows bound to the region name it, not its successor. */
 	if (!sroce_mr_stop_binds(old))
@@ -329,8 +386,8 @@ struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	if (!(flags & IB_MR_REREG_ACCESS))
 		access = old->access;
 	if (!(flags & IB_MR_REREG_TRANS)) {
-		start = old->umem->address;
-		length = old->umem->length;
+		start = old->odp ? old->odp->ustart : old->umem->address;
+		length = old->odp ? old->length : old->umem->length;
 		iova = old->iova;
 	}
 	mr = sroce_reg_user(ibpd, start, length, iova, access, udata, old);
@@ -355,6 +412,8 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 
 	if (mr->umem)
 		ib_umem_release(mr->umem);
+	if (mr->odp)
+		sroce_odp_fini(mr);
 	kvfree(mr->pages);
 	kvfree(mr->fr_pages);
 	kfree_rcu(mr, rcu);
@@ -409,7 +468,8 @@ struct sroce_mr *sroce_mr_lookup(struct sroce_dev *sdev, u32 key)
 /*
  * Walk [va, va + len) of a region page by page, calling @fn for every chunk
  * in order; no chunk crosses a page. The caller holds a reference, and the
- * region's lock if it is a fast-registration region. For the DMA region,
+ * region's lock if it is a fast-registration region; not for ODP regions
+ * (sroce_odp_walk()). For the DMA region,
  * @va is a kernel virtual address in the linear map. Return 0, -ERANGE,
  * -EFAULT for a DMA-region address outside the linear map, or the first
  * non-zero value of @fn.
@@ -495,13 +555,15 @@ static int sroce_copy_chunk(void *priv, struct page *page, unsigned int offset,
  * The whole access happens inside this call: no reference outlives it, so
  * a region that is deregistered or invalidated afterwards is never touched
  * again through @key. For a fast-registration region the region's lock is
- * held from the check to the last chunk: @fn must not sleep. Callable in
- * any context but hard IRQ.
+ * held from the check to the last chunk, for an ODP region too: @fn must
+ * not sleep. Callable in any context but hard IRQ.
  *
  * Return: 0; -ENOENT for an unknown, stale or invalidated key, -EPERM for a
  * region of another PD, -EACCES for missing permissions, -ERANGE for a range
  * outside the region, -EFAULT for a DMA-region address outside the linear
- * map; or the first non-zero value returned by @fn.
+ * map or an ODP page that could not be faulted in, -EAGAIN for an ODP page
+ * not mapped yet (a fault is queued: try again later); or the first
+ * non-zero value returned by @fn.
  */
 int sroce_mr_access(struct sroce_dev *sdev, struct sroce_pd *pd, u32 qpn,
 		    u32 key, int access, u64 va, u64 len, sroce_mr_page_fn fn,
@@ -518,12 +580,14 @@ int sroce_mr_access(struct sroce_dev *sdev, struct sroce_pd *pd, u32 qpn,
 	mr = sroce_mr_lookup(sdev, key);
 	if (!mr)
 		return -ENOENT;
-	if (mr->type == SROCE_MR_FAST)
+	if (mr->type == SROCE_MR_FAST || mr->type == SROCE_MR_ODP)
 		spin_lock_irqsave(&mr->lock, flags);
 	err = sroce_mr_check(mr, pd, key, access, va, len);
 	if (!err && len && fn)
-		err = sroce_mr_walk_pages(mr, va, len, fn, priv);
-	if (mr->type == SROCE_MR_FAST)
+		err = mr->type == SROCE_MR_ODP ?
+		      sroce_odp_walk(mr, va, len, fn, priv) :
+		      sroce_mr_walk_pages(mr, va, len, fn, priv);
+	if (mr->type == SROCE_MR_FAST || mr->type == SROCE_MR_ODP)
 		spin_unlock_irqrestore(&mr->lock, flags);
 	sroce_mr_put(mr);
 	return err;
@@ -566,8 +630,9 @@ int sroce_mr_copy(struct sroce_dev *sdev, struct sroce_pd *pd, u32 qpn,
  *
  * Callable from softirq.
  *
- * Return: 0, IB_WC_LOC_PROT_ERR for a bad lkey, permission or range, or
- * IB_WC_LOC_LEN_ERR if the list is shorter than @off + @len.
+ * Return: 0, IB_WC_LOC_PROT_ERR for a bad lkey, permission or range,
+ * IB_WC_LOC_LEN_ERR if the list is shorter than @off + @len, or -EAGAIN if
+ * an ODP page is not mapped yet (nothing or part copied; try again later).
  */
 int sroce_sge_copy(struct sroce_dev *sdev, struct sroce_pd *pd,
 		   const struct sroce_sge *sge, u32 nsge, u32 off, u8 *buf,
@@ -575,6 +640,7 @@ int sroce_sge_copy(struct sroce_dev *sdev, struct sroce_pd *pd,
 {
 	int access = dir == SROCE_COPY_TO_MR ? IB_ACCESS_LOCAL_WRITE : 0;
 	u32 i;
+	int err;
 
 	for (i = 0; i < nsge && len; i++) {
 		u32 n;
@@ -584,14 +650,66 @@ int sroce_sge_copy(struct sroce_dev *sdev, struct sroce_pd *pd,
 			continue;
 		}
 		n = min(len, sge[i].length - off);
-		if (sroce_mr_copy(sdev, pd, SROCE_KEY_LOCAL, sge[i].lkey, access,
-				  sge[i].addr + off, buf, n, dir))
-			return IB_WC_LOC_PROT_ERR;
+		err = sroce_mr_copy(sdev, pd, SROCE_KEY_LOCAL, sge[i].lkey,
+				    access, sge[i].addr + off, buf, n, dir);
+		if (err)
+			return err == -EAGAIN ? -EAGAIN : IB_WC_LOC_PROT_ERR;
 		buf += n;
 		len -= n;
 		off = 0;
 	}
 	return len ? IB_WC_LOC_LEN_ERR : 0;
+}
+
+static int sroce_touch_chunk(void *priv, struct page *page,
+			     unsigned int offset, unsigned int len)
+{
+	return 0;
+}
+
+/**
+ * sroce_sge_prefault - have the ODP pages of a scatter/gather list mapped
+ * @sdev: the device
+ * @pd: the PD of the QP whose list it is
+ * @sge: the list (a kernel copy, untrusted)
+ * @nsge: entries in @sge
+ * @access: IB_ACCESS_LOCAL_WRITE if the list is to be written, else 0
+ *
+ * For a READ or atomic, whose responses are placed in softirq: the requester
+ * waits before it sends the request until the pages are there. Entries that
+ * are not ODP regions, or are invalid, are left to the access itself.
+ *
+ * Return: 0, -EAGAIN (faults queued: try again later), or -EFAULT if a page
+ * could not be faulted in.
+ */
+int sroce_sge_prefault(struct sroce_dev *sdev, struct sroce_pd *pd,
+		       const struct sroce_sge *sge, u32 nsge, int access)
+{
+	int ret = 0;
+	u32 i;
+
+	for (i = 0; i < nsge; i++) {
+		struct sroce_mr *mr;
+		int err;
+
+		if (!sge[i].length || sroce_key_is_mw(sge[i].lkey))
+			continue;
+		mr = sroce_mr_lookup(sdev, sge[i].lkey);
+		if (!mr)
+			continue;
+		if (mr->type == SROCE_MR_ODP) {
+			err = sroce_mr_access(sdev, pd, SROCE_KEY_LOCAL,
+					      sge[i].lkey, access, sge[i].addr,
+					      sge[i].length, sroce_touch_chunk,
+					      NULL);
+			if (err == -EFAULT)
+				ret = -EFAULT;
+			else if (err == -EAGAIN && !ret)
+				ret = -EAGAIN;
+		}
+		sroce_mr_put(mr);
+	}
+	return ret;
 }
 
 /* ------------------------------------------------------ fast registration */
@@ -697,7 +815,7 @@ int sroce_mr_fast_reg(struct sroce_dev *sdev, struct sroce_pd *pd, u32 key,
 	u64 iova, len;
 	int st = 0;
 
-	if (sroce_check_access(access))
+	if (sroce_check_access(access) || (access & IB_ACCESS_ON_DEMAND))
 		return IB_WC_LOC_QP_OP_ERR;
 	mr = sroce_fast_mr_get(sdev, pd, key);
 	if (!mr)

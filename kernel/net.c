@@ -102,6 +102,9 @@ static const char *const sroce_cnt_fixed_names[SROCE_CNT_DROP_BASE] = {
 	[SROCE_CNT_RP_CNP_HANDLED] = "rp_cnp_handled",
 	[SROCE_CNT_RP_CNP_IGNORED] = "rp_cnp_ignored",
 	[SROCE_CNT_RP_RATE_CUTS] = "rp_rate_reductions",
+	[SROCE_CNT_ODP_WAIT]	= "odp_waits",
+	[SROCE_CNT_ODP_FAULT]	= "odp_fault_pages",
+	[SROCE_CNT_ODP_INVAL]	= "odp_invalidated_pages",
 };
 
 #define SROCE_CNT_NAME_LEN	32
@@ -138,6 +141,12 @@ static void sroce_cnt_add_bh(struct sroce_dev *sdev, unsigned int idx, u64 v)
 	local_irq_save(flags);
 	sroce_cnt_add(sdev, idx, v);
 	local_irq_restore(flags);
+}
+
+/* Any context but hard IRQ. */
+void sroce_cnt_add_n(struct sroce_dev *sdev, unsigned int idx, u64 v)
+{
+	sroce_cnt_add_bh(sdev, idx, v);
 }
 
 void sroce_cnt_inc(struct sroce_dev *sdev, unsigned int idx)

@@ -466,8 +466,10 @@ static int sroce_modify_check(struct sroce_qp *qp, const struct ib_qp_attr *attr
 		return -EINVAL;
 	if ((mask & IB_QP_MIN_RNR_TIMER) && attr->min_rnr_timer > 31)
 		return -EINVAL;
+	/* ON_DEMAND means nothing for a QP; pyverbs' ODP tests set it. */
 	if ((mask & IB_QP_ACCESS_FLAGS) &&
-	    (attr->qp_access_flags & ~(SROCE_QP_ACCESS | IB_ACCESS_MW_BIND)))
+	    (attr->qp_access_flags & ~(SROCE_QP_ACCESS | IB_ACCESS_MW_BIND |
+				       IB_ACCESS_ON_DEMAND)))
 		return -EINVAL;
 	if (mask & (IB_QP_ALT_PATH | IB_QP_PATH_MIG_STATE))
 		return -EOPNOTSUPP;

@@ -469,8 +469,9 @@ static void sroce_req_encode_ext(struct sroce_qp *qp, struct sroce_swqe *wqe,
  * Build and send the packet of @wqe at PSN @psn, with AckReq if @ackreq (or
  * at the end of a message and every SROCE_ACKREQ_EVERY PSNs). Return 0 (also when the
  * network layer could not route it: that is a lost packet), -ENOBUFS when
- * the transmit queue is full (not sent), or a completion status for a
- * local error.
+ * the transmit queue is full (not sent), -EAGAIN when the payload is in an
+ * ODP page not mapped yet (not sent), or a completion status for a local
+ * error.
  */
 int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 psn,
 		       bool ackreq)
@@ -693,6 +694,41 @@ static bool sroce_req_start(struct sroce_qp *qp, struct sroce_swqe *wqe)
 	return true;
 }
 
+/* Wait a tick, then go on from the same PSN (rnr_timer). */
+static void sroce_req_pause_tick(struct sroce_qp *qp)
+{
+	if (!qp->req.paused && !qp->dead) {
+		qp->req.paused = true;
+		mod_timer(&qp->comp.rnr_timer, jiffies + 1);
+	}
+}
+
+/*
+ * A READ or atomic places its responses in softirq, where ODP pages cannot
+ * be faulted in: before it starts, its local buffers must be mapped.
+ * Return true to go on; false to wait (faults queued, the requester looks
+ * again after a tick) or if the WQE failed (a page cannot be mapped).
+ */
+static bool sroce_req_rd_prefault(struct sroce_qp *qp, struct sroce_swqe *wqe)
+{
+	int err;
+
+	if (wqe->wr.send_flags & SROCE_SEND_INLINE)
+		return true;
+	err = sroce_sge_prefault(qp->sdev, qp->pd,
+				 (const struct sroce_sge *)wqe->data,
+				 wqe->wr.num_sge, IB_ACCESS_LOCAL_WRITE);
+	if (err == -EAGAIN) {
+		sroce_req_pause_tick(qp);
+		return false;
+	}
+	if (err) {
+		sroce_wqe_fail(qp, wqe, IB_WC_LOC_PROT_ERR);
+		return false;
+	}
+	return true;
+}
+
 /*
  * The transmit path refused a packet: wait a tick and go on from the same
  * PSN, unless it has refused for too long.
@@ -705,10 +741,7 @@ static void sroce_req_tx_refused(struct sroce_qp *qp)
 			       IB_WC_RETRY_EXC_ERR);
 		return;
 	}
-	if (!qp->req.paused && !qp->dead) {
-		qp->req.paused = true;
-		mod_timer(&qp->comp.rnr_timer, jiffies + 1);
-	}
+	sroce_req_pause_tick(qp);
 }
 
 /* The packet of @wqe at req.psn went out: move on. */
@@ -751,6 +784,8 @@ static bool sroce_req_packet(struct sroce_qp *qp, struct sroce_swqe *wqe)
 	    !sroce_cc_may_send(qp, SROCE_CC_WAIT_REQ))
 		return false;
 	if (!wqe->started) {
+		if (wqe->is_rd && !sroce_req_rd_prefault(qp, wqe))
+			return false;
 		if (!sroce_req_start(qp, wqe))
 			return false;
 	} else if (rc && sroce_req_unacked(qp) >= SROCE_MAX_UNACKED &&
@@ -764,6 +799,11 @@ static bool sroce_req_packet(struct sroce_qp *qp, struct sroce_swqe *wqe)
 	st = sroce_req_send_pkt(qp, wqe, qp->req.psn, ackreq);
 	if (st == -ENOBUFS) {
 		sroce_req_tx_refused(qp);
+		return false;
+	}
+	if (st == -EAGAIN) {
+		/* An ODP page of the payload is being faulted in. */
+		sroce_req_pause_tick(qp);
 		return false;
 	}
 	qp->req.tx_holding = false;

@@ -26,6 +26,12 @@
  * deregistration stops a message half way (NAK remote access error) and a
  * peer that goes silent mid-message holds nothing up. In ERR the responder
  * executes nothing: the backlog is dropped and the READ job ended.
+ *
+ * On-demand paging: a request that needs a page of an ODP region that is
+ * not mapped yet is not executed at all; the region queues a fault and the
+ * responder answers with an RNR NAK (RC; the requester sends the packet
+ * again after the delay, as with hardware ODP) or loses the message (UC,
+ * UD). A READ job waits a tick and goes on.
  */
 
 #include <linux/highmem.h>
@@ -71,8 +77,9 @@ struct sroce_resp_pkt {
 };
 
 /*
- * Return 0, -ENOBUFS if the packet could not be queued (not sent), or
- * -EACCES if its payload could not be read from region @rkey any more.
+ * Return 0, -ENOBUFS if the packet could not be queued (not sent), -EAGAIN
+ * if its payload is in an ODP page not mapped yet (not sent), or -EACCES if
+ * it could not be read from region @rkey any more.
  */
 static int sroce_resp_send(struct sroce_qp *qp, const struct sroce_resp_pkt *p)
 {
@@ -85,11 +92,15 @@ static int sroce_resp_send(struct sroce_qp *qp, const struct sroce_resp_pkt *p)
 		return -ENOBUFS;
 	tp.qp = qp;
 	tp.dst = &qp->tx_dst;
-	if (p->plen && sroce_rkey_copy(qp, p->rkey,
-				       IB_ACCESS_REMOTE_READ, p->va, tp.payload,
-				       p->plen, SROCE_COPY_FROM_MR)) {
-		kfree_skb(tp.skb);
-		return -EACCES;
+	if (p->plen) {
+		int err = sroce_rkey_copy(qp, p->rkey, IB_ACCESS_REMOTE_READ,
+					  p->va, tp.payload, p->plen,
+					  SROCE_COPY_FROM_MR);
+
+		if (err) {
+			kfree_skb(tp.skb);
+			return err == -EAGAIN ? -EAGAIN : -EACCES;
+		}
 	}
 	sroce_bth_init(tp.bth, p->opcode, SROCE_DEFAULT_PKEY, qp->dest_qpn,
 		       p->psn);
@@ -421,6 +432,31 @@ static bool sroce_resp_get_rwqe(struct sroce_qp *qp, u32 psn,
 	return false;
 }
 
+/* RNR NAK delay for a page fault: the QP's, but not 0 (655 ms) or above 5 ms. */
+static u8 sroce_odp_rnr_timer(const struct sroce_qp *qp)
+{
+	return qp->min_rnr_timer && qp->min_rnr_timer <= 18 ?
+	       qp->min_rnr_timer : 18;
+}
+
+/*
+ * The request at @psn needs an ODP page that is being faulted in; nothing
+ * of it was executed. RC: RNR NAK, the requester sends it again. UC: the
+ * message is lost, as any damaged UC message is.
+ */
+static void sroce_resp_odp_wait(struct sroce_qp *qp, u32 psn,
+				const struct sroce_opcode_info *oi)
+{
+	if (qp->type == IB_QPT_RC) {
+		sroce_cnt_inc(qp->sdev, SROCE_CNT_RNR_NAK_SENT);
+		sroce_send_ack(qp, psn, sroce_aeth_syn_rnr(sroce_odp_rnr_timer(qp)));
+		qp->resp.nak_sent = true;
+	} else {
+		sroce_cnt_inc(qp->sdev, SROCE_CNT_DROP_UC);
+		sroce_uc_drop(qp, psn, oi);
+	}
+}
+
 /* ------------------------------------------------------------------- UD */
 
 /*
@@ -471,6 +507,8 @@ static void sroce_resp_ud(struct sroce_qp *qp, const u8 *ip,
 	if (!st && pkt->payload_len)
 		st = sroce_rwqe_place(qp, sizeof(grh), ip + pkt->payload_off,
 				      pkt->payload_len);
+	if (st == -EAGAIN)
+		return;	/* ODP page being faulted in: lost, the WQE kept */
 	/*
 	 * The network header type lets ib_core (ib_init_ah_attr_from_wc)
 	 * read the GIDs out of the GRH slot: rdma_cm over QP1 needs it.
@@ -545,8 +583,9 @@ static bool sroce_read_job_run(struct sroce_qp *qp, unsigned int budget)
 		int err;
 
 		err = sroce_resp_send(qp, &p);
-		if (err == -ENOBUFS) {
-			rj->stalled = true;	/* queue full: later */
+		if (err == -ENOBUFS || err == -EAGAIN) {
+			/* queue full, or an ODP page being faulted in: later */
+			rj->stalled = true;
 			return false;
 		}
 		if (err) {
@@ -637,9 +676,14 @@ static int sroce_atomic_chunk(void *priv, struct page *page,
 	return 0;
 }
 
+/* sroce_atomic_exec(): not executed, an ODP page is being faulted in. */
+#define SROCE_ATOMIC_ODP_WAIT	-2
+
 static int sroce_atomic_exec(struct sroce_qp *qp, const struct sroce_atomiceth *a,
 			     u8 opcode, u64 *orig)
 {
+	int err;
+
 	struct sroce_atomic_op op = {
 		.cmp_swap = opcode == SROCE_OP_RC_COMPARE_SWAP,
 		.compare = a->compare,
@@ -650,8 +694,11 @@ static int sroce_atomic_exec(struct sroce_qp *qp, const struct sroce_atomiceth *
 		return SROCE_NAK_REMOTE_ACCESS_ERROR;
 	if (a->va & 7)
 		return SROCE_NAK_INVALID_REQUEST;
-	if (sroce_rkey_access(qp, a->rkey, IB_ACCESS_REMOTE_ATOMIC,
-			      a->va, 8, sroce_atomic_chunk, &op))
+	err = sroce_rkey_access(qp, a->rkey, IB_ACCESS_REMOTE_ATOMIC,
+				a->va, 8, sroce_atomic_chunk, &op);
+	if (err == -EAGAIN)
+		return SROCE_ATOMIC_ODP_WAIT;
+	if (err)
 		return SROCE_NAK_REMOTE_ACCESS_ERROR;
 	*orig = op.orig;
 	return -1;
@@ -730,6 +777,10 @@ static bool sroce_resp_send_op(struct sroce_qp *qp, const struct sroce_req_ctx *
 	}
 	st = sroce_rwqe_place(qp, qp->resp.recv_off, c->ip + c->pkt->payload_off,
 			      c->pkt->payload_len);
+	if (st == -EAGAIN) {
+		sroce_resp_odp_wait(qp, c->psn, oi);
+		return false;
+	}
 	if (st) {
 		if (qp->type == IB_QPT_RC) {
 			sroce_resp_fatal(qp, c->psn, st == IB_WC_LOC_LEN_ERR ?
@@ -825,10 +876,17 @@ static bool sroce_resp_write_op(struct sroce_qp *qp, const struct sroce_req_ctx 
 	if (c->imm && !sroce_resp_get_rwqe(qp, c->psn, oi))
 		return false;
 	if (plen) {
-		if (sroce_rkey_copy(qp, qp->resp.write.rkey,
-				    IB_ACCESS_REMOTE_WRITE, qp->resp.write.va,
-				    (void *)(c->ip + c->pkt->payload_off), plen,
-				    SROCE_COPY_TO_MR)) {
+		int err = sroce_rkey_copy(qp, qp->resp.write.rkey,
+					  IB_ACCESS_REMOTE_WRITE,
+					  qp->resp.write.va,
+					  (void *)(c->ip + c->pkt->payload_off),
+					  plen, SROCE_COPY_TO_MR);
+
+		if (err == -EAGAIN) {
+			sroce_resp_odp_wait(qp, c->psn, oi);
+			return false;
+		}
+		if (err) {
 			sroce_resp_error(qp, c->psn, oi,
 					 SROCE_NAK_REMOTE_ACCESS_ERROR,
 					 IB_WC_SUCCESS);
@@ -904,6 +962,7 @@ static void sroce_resp_atomic_write_op(struct sroce_qp *qp,
 {
 	struct sroce_reth reth;
 	u64 val;
+	int err;
 
 	sroce_reth_decode(c->ip + c->pkt->hdr_off[SROCE_HDR_RETH], &reth);
 	if (c->pkt->payload_len != sizeof(val) || reth.len != sizeof(val) ||
@@ -913,9 +972,15 @@ static void sroce_resp_atomic_write_op(struct sroce_qp *qp,
 		return;
 	}
 	memcpy(&val, c->ip + c->pkt->payload_off, sizeof(val));
-	if (!(qp->access & IB_ACCESS_REMOTE_WRITE) ||
-	    sroce_rkey_access(qp, reth.rkey, IB_ACCESS_REMOTE_WRITE,
-			      reth.va, sizeof(val), sroce_atomic_write_chunk, &val)) {
+	err = qp->access & IB_ACCESS_REMOTE_WRITE ?
+	      sroce_rkey_access(qp, reth.rkey, IB_ACCESS_REMOTE_WRITE, reth.va,
+				sizeof(val), sroce_atomic_write_chunk, &val) :
+	      -EACCES;
+	if (err == -EAGAIN) {
+		sroce_resp_odp_wait(qp, c->psn, c->oi);
+		return;
+	}
+	if (err) {
 		sroce_resp_fatal(qp, c->psn, SROCE_NAK_REMOTE_ACCESS_ERROR,
 				 IB_WC_SUCCESS);
 		return;
@@ -935,6 +1000,10 @@ static void sroce_resp_atomic_op(struct sroce_qp *qp, const struct sroce_req_ctx
 
 	sroce_atomiceth_decode(c->ip + c->pkt->hdr_off[SROCE_HDR_ATOMICETH], &a);
 	nak = sroce_atomic_exec(qp, &a, c->pkt->opcode, &val);
+	if (nak == SROCE_ATOMIC_ODP_WAIT) {
+		sroce_resp_odp_wait(qp, c->psn, c->oi);
+		return;
+	}
 	if (nak >= 0) {
 		sroce_resp_fatal(qp, c->psn, nak, IB_WC_SUCCESS);
 		return;

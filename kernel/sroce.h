@@ -12,6 +12,7 @@
 #include <linux/in6.h>
 #include <linux/interrupt.h>
 #include <linux/list.h>
+#include <linux/mmu_notifier.h>
 #include <linux/mutex.h>
 #include <linux/refcount.h>
 #include <linux/skbuff.h>
@@ -154,6 +155,9 @@ enum sroce_cnt {
 	SROCE_CNT_RP_CNP_HANDLED, /* CNPs a QP's rate limiter took */
 	SROCE_CNT_RP_CNP_IGNORED, /* CNPs for no QP, or one that cannot take them */
 	SROCE_CNT_RP_RATE_CUTS,	/* rate reductions (reaction point) */
+	SROCE_CNT_ODP_WAIT,	/* accesses that found an ODP page unmapped */
+	SROCE_CNT_ODP_FAULT,	/* ODP pages mapped by faults and prefetches */
+	SROCE_CNT_ODP_INVAL,	/* ODP pages unmapped by invalidations */
 	SROCE_CNT_DROP_BASE,	/* rx_drop_<validator error name> */
 	SROCE_CNT_NR = SROCE_CNT_DROP_BASE + SROCE_WIRE_E_NR - 1
 };
@@ -272,6 +276,34 @@ enum sroce_mr_type {
 	SROCE_MR_USER,		/* reg_user_mr: pinned user pages */
 	SROCE_MR_DMA,		/* get_dma_mr: kernel virtual addresses */
 	SROCE_MR_FAST,		/* alloc_mr(MEM_REG): fast registration */
+	SROCE_MR_ODP,		/* reg_user_mr(ON_DEMAND): pages mapped on use */
+};
+
+#define SROCE_ODP_QUEUE		8	/* fault requests a region queues */
+
+/* Pages [first, last] of the user address space. */
+struct sroce_odp_range {
+	unsigned long		first;
+	unsigned long		last;
+};
+
+/*
+ * On-demand paging state of an ODP region (odp.c): the table of mapped
+ * pages, the fault queue and the notifier. pages, queue, nqueued and dead
+ * change under the region's lock.
+ */
+struct sroce_odp {
+	struct mmu_interval_notifier notifier;
+	struct sroce_mr		*mr;
+	struct sroce_dev	*sdev;
+	struct xarray		pages;		/* page index -> page, or failed */
+	struct work_struct	work;		/* faults the queued ranges */
+	struct sroce_odp_range	queue[SROCE_ODP_QUEUE];
+	unsigned int		nqueued;
+	bool			dead;		/* deregistering: no more faults */
+	bool			writable;	/* faulted for writing */
+	u64			ustart;		/* user address of iova */
+	unsigned long		last;		/* last page index covered */
 };
 
 /*
@@ -296,6 +328,7 @@ struct sroce_mr {
 	struct sroce_pd		*pd;		/* ibmr.pd is set only after reg */
 	enum sroce_mr_type	type;
 	struct ib_umem		*umem;		/* user MRs */
+	struct sroce_odp	*odp;		/* ODP MRs */
 	struct page		**pages;	/* pinned or mapped pages, in order */
 	unsigned long		npages;
 	unsigned int		first_off;	/* offset of iova in pages[0] */
@@ -817,6 +850,17 @@ bool sroce_mr_covers(const struct sroce_mr *mr, u64 va, u64 len);
 int sroce_mr_walk_pages(struct sroce_mr *mr, u64 va, u64 len,
 			sroce_mr_page_fn fn, void *priv);
 void sroce_mr_unbind_mw(struct sroce_mr *mr);
+int sroce_sge_prefault(struct sroce_dev *sdev, struct sroce_pd *pd,
+		       const struct sroce_sge *sge, u32 nsge, int access);
+
+/* odp.c */
+int sroce_odp_init(struct sroce_mr *mr, u64 start, bool implicit);
+void sroce_odp_fini(struct sroce_mr *mr);
+int sroce_odp_walk(struct sroce_mr *mr, u64 va, u64 len, sroce_mr_page_fn fn,
+		   void *priv);
+int sroce_advise_mr(struct ib_pd *ibpd, enum ib_uverbs_advise_mr_advice advice,
+		    u32 flags, struct ib_sge *sg_list, u32 num_sge,
+		    struct uverbs_attr_bundle *attrs);
 int sroce_sge_copy(struct sroce_dev *sdev, struct sroce_pd *pd,
 		   const struct sroce_sge *sge, u32 nsge, u32 off, u8 *buf,
 		   u32 len, enum sroce_copy_dir dir);
@@ -1024,6 +1068,7 @@ int sroce_tx_send(struct sroce_dev *sdev, const struct sroce_av *av, u16 sport,
 void sroce_net_init_dev(struct sroce_dev *sdev);
 void sroce_net_fini_dev(struct sroce_dev *sdev);
 void sroce_cnt_inc(struct sroce_dev *sdev, unsigned int idx);
+void sroce_cnt_add_n(struct sroce_dev *sdev, unsigned int idx, u64 v);
 bool sroce_rx_from_peer(const struct sroce_av *av, const u8 *ip,
 			const struct sroce_pkt *pkt);
 bool sroce_rx_pkey_ok(const u8 *bth);

@@ -80,7 +80,20 @@ static int sroce_query_device(struct ib_device *ibdev,
 	 * registration, so the flag that lets "rdma link del" remove the
 	 * device has to be reported here.
 	 */
-	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
+	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG | IBK_ON_DEMAND_PAGING;
+	/*
+	 * On-demand paging (odp.c), implicit regions included. RC takes a page
+	 * fault anywhere (the responder answers with an RNR NAK meanwhile);
+	 * UC and UD only on the sending side, since a fault on their receiving
+	 * side loses the message.
+	 */
+	attr->odp_caps.general_caps = IB_ODP_SUPPORT | IB_ODP_SUPPORT_IMPLICIT;
+	attr->odp_caps.per_transport_caps.rc_odp_caps =
+		IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
+		IB_ODP_SUPPORT_WRITE | IB_ODP_SUPPORT_READ |
+		IB_ODP_SUPPORT_ATOMIC | IB_ODP_SUPPORT_SRQ_RECV;
+	attr->odp_caps.per_transport_caps.uc_odp_caps = IB_ODP_SUPPORT_SEND;
+	attr->odp_caps.per_transport_caps.ud_odp_caps = IB_ODP_SUPPORT_SEND;
 	attr->max_send_sge = SROCE_MAX_SGE;
 	attr->max_recv_sge = SROCE_MAX_SGE;
 	attr->max_sge_rd = SROCE_MAX_SGE;
@@ -271,6 +284,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.device_group = &sroce_attr_group,
 	.port_groups = sroce_port_groups,
 
+	.advise_mr = sroce_advise_mr,
 	.alloc_hw_port_stats = sroce_alloc_hw_port_stats,
 	.alloc_mr = sroce_alloc_mr,
 	.alloc_mw = sroce_alloc_mw,

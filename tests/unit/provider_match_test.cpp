@@ -116,6 +116,7 @@ TEST(DeviceOps, AllocDeviceIsZeroedAndFreed)
 TEST(ContextOps, OnlyImplementedOpsAreSet)
 {
 	const verbs_context_ops &ops = sroce::context_ops;
+	EXPECT_EQ(ops.advise_mr, &sroce_advise_mr);
 	EXPECT_EQ(ops.alloc_mw, &sroce_alloc_mw);
 	EXPECT_EQ(ops.alloc_pd, &sroce_alloc_pd);
 	EXPECT_EQ(ops.bind_mw, &sroce_bind_mw);
@@ -154,6 +155,7 @@ TEST(ContextOps, OnlyImplementedOpsAreSet)
 	static_assert(sizeof(slots) == sizeof(ops));
 	std::memcpy(slots, &ops, sizeof(ops));
 	const size_t set[] = {
+		offsetof(verbs_context_ops, advise_mr),
 		offsetof(verbs_context_ops, alloc_mw),
 		offsetof(verbs_context_ops, alloc_parent_domain),
 		offsetof(verbs_context_ops, alloc_pd),

@@ -18,6 +18,7 @@ namespace sroce {
  */
 constinit const verbs_context_ops context_ops = [] {
 	verbs_context_ops ops{};
+	ops.advise_mr = sroce_advise_mr;
 	ops.alloc_mw = sroce_alloc_mw;
 	ops.alloc_parent_domain = sroce_alloc_parent_domain;
 	ops.alloc_pd = sroce_alloc_pd;

@@ -343,7 +343,9 @@ static_assert(sizeof(verbs_cq) == 288 && offsetof(verbs_cq, cq) == 0 &&
 	      offsetof(verbs_cq, cq_ex) == 0);
 
 struct verbs_context_ops {
-	sroce_op_slot advise_mr;
+	int (*advise_mr)(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+			 uint32_t flags, struct ibv_sge *sg_list,
+			 uint32_t num_sges);
 	sroce_op_slot alloc_dm;
 	struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
 	sroce_op_slot alloc_null_mr;
@@ -922,6 +924,10 @@ int ibv_cmd_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 		   sroce::abi::cmd_reg_mr *cmd, size_t cmd_size,
 		   struct ib_uverbs_reg_mr_resp *resp, size_t resp_size);
 int ibv_cmd_dereg_mr(verbs_mr *vmr);
+/* UVERBS_METHOD_ADVISE_MR: the list goes to the kernel as it is. */
+int ibv_cmd_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+		      uint32_t flags, struct ibv_sge *sg_list,
+		      uint32_t num_sge);
 /* UVERBS_METHOD_QUERY_MR: lkey, rkey, length; type IBV_MR_TYPE_IMPORTED_MR. */
 int ibv_cmd_query_mr(struct ibv_pd *pd, verbs_mr *vmr, uint32_t mr_handle);
 /* Fills mw's context, pd, rkey, handle and type. */

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Memory regions: registration is entirely the kernel's (it pins the pages
- * and hands out the keys); the provider only wraps the commands.
+ * Memory regions: registration is entirely the kernel's (it pins the pages,
+ * or for IBV_ACCESS_ON_DEMAND maps them as they are used, and hands out the
+ * keys); the provider only wraps the commands.
  *
  * Reregistration keeps the keys: the kernel registers the region anew with
  * the changes asked for, under the same keys, and then drops the old
@@ -53,6 +54,16 @@ int sroce_rereg_mr(verbs_mr *vmr, int flags, struct ibv_pd *pd, void *addr,
 	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
 		vmr->access = access;
 	return 0;
+}
+
+/*
+ * ibv_advise_mr(): prefetch ranges of on-demand paging regions (the kernel
+ * checks the keys and ranges and maps the pages).
+ */
+int sroce_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+		    uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sges)
+{
+	return ibv_cmd_advise_mr(pd, advice, flags, sg_list, num_sges);
 }
 
 int sroce_dereg_mr(verbs_mr *vmr)

@@ -246,6 +246,8 @@ struct ibv_pd *sroce_alloc_parent_domain(struct ibv_context *ibctx,
 
 struct ibv_mr *sroce_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 			    uint64_t hca_va, int access);
+int sroce_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+		    uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sges);
 int sroce_rereg_mr(verbs_mr *vmr, int flags, struct ibv_pd *pd, void *addr,
 		   size_t length, int access);
 int sroce_dereg_mr(verbs_mr *vmr);

@@ -1,0 +1,509 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sroce - on-demand paging (IB_ACCESS_ON_DEMAND regions).
+ *
+ * An ODP region pins nothing when it is registered. Its pages are found
+ * when the transport first touches them, and forgotten when the process's
+ * mappings change under them:
+ *
+ * - Table. odp->pages maps a page index of the user address space to the
+ *   struct page that backs it, with a page reference, or to a "failed"
+ *   marker. It changes only under mr->lock; an access holds mr->lock from
+ *   the lookup to the last byte copied, like an access to a fast-registration
+ *   region, so it never touches a page that an invalidation has dropped.
+ *
+ * - Faults. The transport runs in softirq or under spinlocks and cannot
+ *   fault. An access that finds a page missing queues its range (up to
+ *   SROCE_ODP_QUEUE ranges per region) and returns -EAGAIN; the caller
+ *   retries later (the requester after a tick, the responder with an RNR
+ *   NAK that makes the peer send the packet again, the READ responder after
+ *   a tick). The region's work item faults the ranges in with
+ *   hmm_range_fault() on the registering process's mm and enters the pages
+ *   only if no invalidation ran meanwhile (mmu_interval_read_retry() under
+ *   mr->lock). A page that cannot be faulted (no mapping, no permission)
+ *   becomes a "failed" entry: the next access to it fails (a protection or
+ *   remote access error, as for a pinned region's range error) and removes
+ *   the entry, so a later mapping at that address is faulted in again.
+ *
+ * - Invalidation. The mmu interval notifier covers the region's range (all
+ *   of user space for an implicit region). Its callback bumps the sequence
+ *   and removes every entry in the invalidated range under mr->lock, then
+ *   marks writable pages dirty and drops the references. It takes only
+ *   spinlocks, so it never blocks.
+ *
+ * - Writable regions (local write) are always faulted for writing, which
+ *   breaks copy-on-write sharing as pinning does.
+ *
+ * - Prefetch: advise_mr faults in (PREFETCH, PREFETCH_WRITE) or enters the
+ *   pages already present (PREFETCH_NO_FAULT), in the caller's context with
+ *   IB_UVERBS_ADVISE_MR_FLAG_FLUSH, through the work item otherwise.
+ */
+
+#include <linux/hmm.h>
+#include <linux/highmem.h>
+#include <linux/mm.h>
+#include <linux/mmu_notifier.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/workqueue.h>
+
+#include "sroce.h"
+
+#define SROCE_ODP_CHUNK		256	/* pages per hmm_range_fault() */
+#define SROCE_ODP_BATCH		32	/* pages released per lock hold */
+#define SROCE_ODP_FAILED	xa_mk_value(1)
+#define SROCE_ODP_MAX_REQ	512	/* pages an access asks to fault */
+
+/* The user page index of iova @va of @mr. */
+static unsigned long sroce_odp_index(const struct sroce_mr *mr, u64 va)
+{
+	return (va - mr->iova + mr->odp->ustart) >> PAGE_SHIFT;
+}
+
+/* Dirty (if written through) and release pages taken out of the table. */
+static void sroce_odp_release_pages(struct sroce_odp *odp,
+				    struct page **pages, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		if (odp->writable)
+			set_page_dirty(pages[i]);
+		put_page(pages[i]);
+	}
+	if (n)
+		sroce_cnt_add_n(odp->sdev, SROCE_CNT_ODP_INVAL, n);
+}
+
+/*
+ * Remove the entries of pages [first, last]. With @seq, also publish the
+ * invalidation's sequence number under the lock first (notifier callback).
+ */
+static void sroce_odp_drop(struct sroce_mr *mr, unsigned long first,
+			   unsigned long last, bool set_seq, unsigned long seq)
+{
+	struct sroce_odp *odp = mr->odp;
+	struct page *batch[SROCE_ODP_BATCH];
+	unsigned long flags, idx;
+	unsigned int n;
+	void *entry;
+
+	spin_lock_irqsave(&mr->lock, flags);
+	if (set_seq)
+		mmu_interval_set_seq(&odp->notifier, seq);
+	for (;;) {
+		n = 0;
+		xa_for_each_range(&odp->pages, idx, entry, first, last) {
+			xa_erase(&odp->pages, idx);
+			if (xa_is_value(entry))
+				continue;
+			batch[n++] = entry;
+			if (n == SROCE_ODP_BATCH)
+				break;
+		}
+		spin_unlock_irqrestore(&mr->lock, flags);
+		/*
+		 * The pages stay mapped until the invalidation returns, and
+		 * our references keep them anyway.
+		 */
+		sroce_odp_release_pages(odp, batch, n);
+		if (n < SROCE_ODP_BATCH || idx == last)
+			return;
+		first = idx + 1;
+		spin_lock_irqsave(&mr->lock, flags);
+	}
+}
+
+static bool sroce_odp_invalidate(struct mmu_interval_notifier *mni,
+				 const struct mmu_notifier_range *range,
+				 unsigned long cur_seq)
+{
+	struct sroce_odp *odp = container_of(mni, struct sroce_odp, notifier);
+
+	sroce_odp_drop(odp->mr, range->start >> PAGE_SHIFT,
+		       (range->end - 1) >> PAGE_SHIFT, true, cur_seq);
+	return true;	/* spinlocks only: fine for non-blockable ranges too */
+}
+
+static const struct mmu_interval_notifier_ops sroce_odp_ops = {
+	.invalidate = sroce_odp_invalidate,
+};
+
+/*
+ * Enter the pages of [first, first + n) that hmm found in @pfns. mr->lock
+ * held, the notifier sequence checked. Return the number entered.
+ */
+static unsigned long sroce_odp_enter(struct sroce_odp *odp, unsigned long first,
+				     unsigned long n, const unsigned long *pfns)
+{
+	unsigned long i, entered = 0;
+
+	for (i = 0; i < n; i++) {
+		unsigned long pfn = pfns[i];
+		struct page *page;
+		void *old;
+
+		if (!(pfn & HMM_PFN_VALID) || (pfn & HMM_PFN_ERROR) ||
+		    (odp->writable && !(pfn & HMM_PFN_WRITE)))
+			continue;	/* not present (no-fault prefetch) */
+		page = hmm_pfn_to_page(pfn);
+		old = xa_load(&odp->pages, first + i);
+		if (old == page)
+			continue;
+		if (old && !xa_is_value(old))
+			continue;	/* cannot happen: invalidated first */
+		get_page(page);
+		/* The slot was reserved: this store allocates nothing. */
+		if (xa_is_err(xa_store(&odp->pages, first + i, page,
+				       GFP_NOWAIT))) {
+			put_page(page);
+			continue;
+		}
+		entered++;
+	}
+	return entered;
+}
+
+/* Mark page @idx failed: its next access fails. mr->lock held. */
+static void sroce_odp_mark_failed(struct sroce_odp *odp, unsigned long idx)
+{
+	if (!xa_load(&odp->pages, idx))
+		xa_store(&odp->pages, idx, SROCE_ODP_FAILED, GFP_NOWAIT);
+}
+
+/*
+ * Map pages [first, first + n) (n <= SROCE_ODP_CHUNK), faulting them in if
+ * @fault. Sleeps. Return 0 or -errno (-EFAULT, -EPERM: some page cannot be
+ * mapped; nothing was entered then).
+ */
+static int sroce_odp_map_chunk(struct sroce_mr *mr, unsigned long first,
+			       unsigned long n, bool fault)
+{
+	struct sroce_odp *odp = mr->odp;
+	struct mm_struct *mm = odp->notifier.mm;
+	unsigned long timeout, i, entered;
+	struct hmm_range range = {
+		.notifier = &odp->notifier,
+		.start = first << PAGE_SHIFT,
+		.end = (first + n) << PAGE_SHIFT,
+	};
+	int err;
+
+	if (fault)
+		range.default_flags = HMM_PFN_REQ_FAULT |
+				      (odp->writable ? HMM_PFN_REQ_WRITE : 0);
+	range.hmm_pfns = kmalloc_array(n, sizeof(*range.hmm_pfns), GFP_KERNEL);
+	if (!range.hmm_pfns)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		err = xa_reserve_irq(&odp->pages, first + i, GFP_KERNEL);
+		if (err)
+			goto out_release;
+	}
+	err = -EFAULT;
+	if (!mmget_not_zero(mm))
+		goto out_release;
+
+	timeout = jiffies + msecs_to_jiffies(HMM_RANGE_DEFAULT_TIMEOUT);
+	for (;;) {
+		range.notifier_seq = mmu_interval_read_begin(&odp->notifier);
+		mmap_read_lock(mm);
+		err = hmm_range_fault(&range);
+		mmap_read_unlock(mm);
+		if (err == -EBUSY && !time_after(jiffies, timeout))
+			continue;
+		if (err)
+			break;
+		spin_lock_irq(&mr->lock);
+		if (mmu_interval_read_retry(&odp->notifier, range.notifier_seq)) {
+			spin_unlock_irq(&mr->lock);
+			continue;
+		}
+		entered = sroce_odp_enter(odp, first, n, range.hmm_pfns);
+		spin_unlock_irq(&mr->lock);
+		if (entered)
+			sroce_cnt_add_n(odp->sdev, SROCE_CNT_ODP_FAULT, entered);
+		break;
+	}
+	mmput(mm);
+
+out_release:
+	/* Reservations that did not become pages (only reserved slots go). */
+	spin_lock_irq(&mr->lock);
+	for (i = 0; i < n; i++)
+		xa_release(&odp->pages, first + i);
+	spin_unlock_irq(&mr->lock);
+	kfree(range.hmm_pfns);
+	return err;
+}
+
+/*
+ * Map pages [first, last] of @mr, in chunks; with @fault a page that cannot
+ * be faulted in is marked failed (and the rest still mapped). Sleeps.
+ * Return 0, or the first error.
+ */
+static int sroce_odp_map(struct sroce_mr *mr, unsigned long first,
+			 unsigned long last, bool fault)
+{
+	int ret = 0;
+
+	while (first <= last) {
+		unsigned long n = min(last - first + 1,
+				      (unsigned long)SROCE_ODP_CHUNK);
+		int err = sroce_odp_map_chunk(mr, first, n, fault);
+
+		if ((err == -EFAULT || err == -EPERM) && fault) {
+			/* Find the pages at fault one by one. */
+			unsigned long i;
+
+			for (i = 0; i < n; i++) {
+				if (!sroce_odp_map_chunk(mr, first + i, 1, true))
+					continue;
+				spin_lock_irq(&mr->lock);
+				sroce_odp_mark_failed(mr->odp, first + i);
+				spin_unlock_irq(&mr->lock);
+			}
+		}
+		if (err && !ret)
+			ret = err;
+		if (err == -ENOMEM)
+			return ret;
+		if (last - first + 1 == n)
+			break;
+		first += n;
+		cond_resched();
+	}
+	return ret;
+}
+
+static void sroce_odp_work(struct work_struct *work)
+{
+	struct sroce_odp *odp = container_of(work, struct sroce_odp, work);
+	struct sroce_mr *mr = odp->mr;
+
+	for (;;) {
+		struct sroce_odp_range r;
+
+		spin_lock_irq(&mr->lock);
+		if (odp->dead || !odp->nqueued) {
+			spin_unlock_irq(&mr->lock);
+			return;
+		}
+		r = odp->queue[0];
+		odp->nqueued--;
+		memmove(&odp->queue[0], &odp->queue[1],
+			odp->nqueued * sizeof(odp->queue[0]));
+		spin_unlock_irq(&mr->lock);
+
+		sroce_odp_map(mr, r.first, r.last, true);
+		cond_resched();
+	}
+}
+
+/* Ask the work item to fault in pages [first, last]. mr->lock held. */
+static void sroce_odp_queue_locked(struct sroce_mr *mr, unsigned long first,
+				   unsigned long last)
+{
+	struct sroce_odp *odp = mr->odp;
+	unsigned int i;
+
+	if (odp->dead)
+		return;
+	for (i = 0; i < odp->nqueued; i++)
+		if (odp->queue[i].first <= first && last <= odp->queue[i].last)
+			return;		/* asked already */
+	/* A full queue drops the request: the access asks again. */
+	if (odp->nqueued < SROCE_ODP_QUEUE)
+		odp->queue[odp->nqueued++] = (struct sroce_odp_range) {
+			.first = first, .last = last,
+		};
+	queue_work(system_unbound_wq, &odp->work);
+}
+
+/**
+ * sroce_odp_walk - sroce_mr_walk_pages() for an ODP region
+ * @mr: the region, referenced, range checked; mr->lock held
+ * @va: first byte, in the region's iova space
+ * @len: bytes
+ * @fn: called for every chunk (NULL: only check that the pages are there)
+ * @priv: passed to @fn
+ *
+ * Return: 0; -EAGAIN if a page is not mapped yet (a fault has been queued
+ * for the rest of the range: try again later); -EFAULT if a page could not
+ * be faulted in; or the first non-zero value of @fn.
+ */
+int sroce_odp_walk(struct sroce_mr *mr, u64 va, u64 len, sroce_mr_page_fn fn,
+		   void *priv)
+{
+	struct sroce_odp *odp = mr->odp;
+	unsigned long idx = sroce_odp_index(mr, va);
+	unsigned long last = sroce_odp_index(mr, va + len - 1);
+	unsigned int pgoff = (va - mr->iova + odp->ustart) & ~PAGE_MASK;
+	int err;
+
+	if (last > odp->last)
+		return -ERANGE;	/* implicit region: beyond user space */
+	while (len) {
+		unsigned int chunk = min_t(u64, len, PAGE_SIZE - pgoff);
+		void *entry = xa_load(&odp->pages, idx);
+
+		if (!entry) {
+			sroce_odp_queue_locked(mr, idx,
+					       min(last, idx + SROCE_ODP_MAX_REQ - 1));
+			sroce_cnt_inc(odp->sdev, SROCE_CNT_ODP_WAIT);
+			return -EAGAIN;
+		}
+		if (xa_is_value(entry)) {
+			xa_erase(&odp->pages, idx);	/* fault again next time */
+			return -EFAULT;
+		}
+		if (fn) {
+			err = fn(priv, entry, pgoff, chunk);
+			if (err)
+				return err;
+		}
+		len -= chunk;
+		idx++;
+		pgoff = 0;
+	}
+	return 0;
+}
+
+/**
+ * sroce_odp_init - set up on-demand paging for a region being registered
+ * @mr: the region: iova, length, access set; not published yet
+ * @start: user address of the region; with @implicit, 0
+ * @implicit: the region covers the whole address space (iova == address)
+ *
+ * Return: 0 or -errno.
+ */
+int sroce_odp_init(struct sroce_mr *mr, u64 start, bool implicit)
+{
+	struct sroce_odp *odp;
+	unsigned long first, end;
+	int err;
+
+	if (!current->mm)
+		return -EINVAL;
+	if (implicit) {
+		first = 0;
+		end = TASK_SIZE;
+	} else {
+		if (start + mr->length > TASK_SIZE)
+			return -EFAULT;
+		first = ALIGN_DOWN(start, PAGE_SIZE);
+		end = ALIGN(start + mr->length, PAGE_SIZE);
+	}
+	odp = kzalloc(sizeof(*odp), GFP_KERNEL_ACCOUNT);
+	if (!odp)
+		return -ENOMEM;
+	odp->mr = mr;
+	odp->sdev = to_sdev(mr->pd->ibpd.device);
+	odp->ustart = start;
+	odp->last = (end >> PAGE_SHIFT) - 1;
+	odp->writable = mr->access & IB_ACCESS_LOCAL_WRITE;
+	xa_init_flags(&odp->pages, XA_FLAGS_LOCK_IRQ);
+	INIT_WORK(&odp->work, sroce_odp_work);
+	mr->odp = odp;
+	err = mmu_interval_notifier_insert(&odp->notifier, current->mm, first,
+					   end - first, &sroce_odp_ops);
+	if (err) {
+		mr->odp = NULL;
+		kfree(odp);
+	}
+	return err;
+}
+
+/* Deregistration: no access runs any more (the region's last reference is gone). */
+void sroce_odp_fini(struct sroce_mr *mr)
+{
+	struct sroce_odp *odp = mr->odp;
+
+	spin_lock_irq(&mr->lock);
+	odp->dead = true;
+	odp->nqueued = 0;
+	spin_unlock_irq(&mr->lock);
+	cancel_work_sync(&odp->work);
+	/* Still registered: a concurrent invalidation takes what it finds. */
+	sroce_odp_drop(mr, 0, odp->last, false, 0);
+	mmu_interval_notifier_remove(&odp->notifier);
+	xa_destroy(&odp->pages);
+	kfree(odp);
+	mr->odp = NULL;
+}
+
+/* One SGE of advise_mr. */
+static int sroce_odp_advise_sge(struct sroce_dev *sdev, struct sroce_pd *pd,
+				enum ib_uverbs_advise_mr_advice advice,
+				bool sync, const struct ib_sge *sge)
+{
+	bool fault = advice != IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT;
+	unsigned long first, last, flags;
+	struct sroce_mr *mr;
+	int err = 0;
+
+	if (sroce_key_is_mw(sge->lkey))
+		return -EINVAL;
+	mr = sroce_mr_lookup(sdev, sge->lkey);
+	if (!mr)
+		return -ENOENT;
+	if (mr->key != sge->lkey || mr->pd != pd || mr->type != SROCE_MR_ODP) {
+		err = -EINVAL;
+		goto out;
+	}
+	if (advice == IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+	    !(mr->access & IB_ACCESS_LOCAL_WRITE)) {
+		err = -EPERM;
+		goto out;
+	}
+	if (!sge->length)
+		goto out;
+	if (!sroce_mr_covers(mr, sge->addr, sge->length)) {
+		err = -EINVAL;
+		goto out;
+	}
+	first = sroce_odp_index(mr, sge->addr);
+	last = sroce_odp_index(mr, sge->addr + sge->length - 1);
+	if (last > mr->odp->last) {
+		err = -EFAULT;
+		goto out;
+	}
+	if (sync || !fault) {
+		err = sroce_odp_map(mr, first, last, fault);
+	} else {
+		spin_lock_irqsave(&mr->lock, flags);
+		sroce_odp_queue_locked(mr, first, last);
+		spin_unlock_irqrestore(&mr->lock, flags);
+	}
+out:
+	sroce_mr_put(mr);
+	return err;
+}
+
+/*
+ * advise_mr: prefetch ranges of ODP regions. With FLUSH the pages are
+ * mapped when the call returns; without it the work item maps them (a
+ * no-fault prefetch, which never waits for I/O, runs in the call).
+ */
+int sroce_advise_mr(struct ib_pd *ibpd, enum ib_uverbs_advise_mr_advice advice,
+		    u32 flags, struct ib_sge *sg_list, u32 num_sge,
+		    struct uverbs_attr_bundle *attrs)
+{
+	bool sync = flags & IB_UVERBS_ADVISE_MR_FLAG_FLUSH;
+	u32 i;
+	int err;
+
+	if (advice != IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH &&
+	    advice != IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+	    advice != IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
+		return -EOPNOTSUPP;
+	if (flags & ~IB_UVERBS_ADVISE_MR_FLAG_FLUSH)
+		return -EOPNOTSUPP;
+	for (i = 0; i < num_sge; i++) {
+		err = sroce_odp_advise_sge(to_sdev(ibpd->device), to_spd(ibpd),
+					   advice, sync, &sg_list[i]);
+		if (err)
+			return err;
+	}
+	return 0;
+}
