@@ -52,13 +52,17 @@ TRANSPORT_DROPS = ["rx_drop_peer", "rx_drop_pkey", "rx_drop_psn", "rx_drop_ud_le
 # congestion control (test_congestion.py): not outcomes of a packet, rx_cnp is
 CC_COUNTERS = ["np_ecn_marked_roce_packets", "np_cnp_sent", "rp_cnp_handled",
                "rp_cnp_ignored", "rp_rate_reductions"]
+# on-demand paging (test_objects.py): page events, not packet outcomes
+ODP_COUNTERS = ["odp_waits", "odp_fault_pages", "odp_invalidated_pages"]
 ALL_COUNTERS = (["rx_packets", "rx_bytes", "rx_cnp", "rx_no_qp", "rx_drop_nomem"] +
                 TRANSPORT_COUNTERS + ["rx_stale"] + TRANSPORT_DROPS + CC_COUNTERS +
+                ODP_COUNTERS +
                 ["rx_drop_" + r for r in DROP_REASONS])
 # every packet the socket gets ends in exactly one of these (no QPs exist here;
 # the transport drops are outcomes too)
 OUTCOMES = [c for c in ALL_COUNTERS
-            if c not in ["rx_packets", "rx_bytes"] + TRANSPORT_COUNTERS + CC_COUNTERS]
+            if c not in ["rx_packets", "rx_bytes"] + TRANSPORT_COUNTERS + CC_COUNTERS +
+            ODP_COUNTERS]
 
 
 @pytest.fixture

@@ -136,7 +136,12 @@ BREADTH_CHECKS = (
     "mcast_ipv6_detached_qp_gets_nothing", "mcast_ipv6_detach_twice_refused",
     "mcast_ipv6_group_left", "mcast_attach_rules", "import_device", "import_pd_and_mr",
     "import_unknown_mr_refused", "import_write_through_imported_objects", "import_close",
-    "import_original_still_works", "breadth_teardown")
+    "import_original_still_works", "odp_reg_mr", "odp_write_faults_pages_in",
+    "odp_read_from_region", "odp_read_into_region", "odp_send_and_receive",
+    "odp_atomic_fetch_add", "odp_invalidation_follows_new_mapping",
+    "odp_write_to_unmapped_range_fails", "odp_prefetch_maps_pages", "odp_prefetch_no_fault",
+    "odp_advise_refused_outside_odp", "odp_dereg", "odp_implicit_reg",
+    "odp_implicit_write_anywhere", "odp_implicit_dereg", "breadth_teardown")
 
 
 def test_verbs_breadth(g0):
@@ -150,7 +155,11 @@ def test_verbs_breadth(g0):
     SEND_WITH_INV) or deallocated, and a bind that breaks a rule fails; a UD multicast
     message (IPv4 and IPv6 group) reaches every attached QP on the host and no other,
     until each detaches; a context imported from the command FD, with the PD and MR
-    imported by handle, carries an RDMA WRITE. Every message is checked byte by byte."""
+    imported by handle, carries an RDMA WRITE; on-demand paging regions over untouched
+    memory take WRITEs, READs (both ways), SENDs and atomics (pages faulted in, counted),
+    follow a new mapping at the same address after an invalidation, refuse an unmapped
+    range, prefetch with advise_mr (then no access waits), and an implicit region writes
+    anywhere. Every message is checked byte by byte."""
     r = g0.run("timeout -s KILL 150 %s/sroce-objects-test sroce0 breadth" % TOOLS,
                timeout=180)
     print(r.out)
