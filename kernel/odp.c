@@ -196,7 +196,8 @@ static int sroce_odp_map_chunk(struct sroce_mr *mr, unsigned long first,
 	if (!range.hmm_pfns)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
-		err = xa_reserve_irq(&odp->pages, first + i, GFP_KERNEL);
+		err = xa_reserve_irq(&odp->pages, first + i,
+				     GFP_KERNEL_ACCOUNT);
 		if (err)
 			goto out_release;
 	}

@@ -141,7 +141,8 @@ BREADTH_CHECKS = (
     "odp_atomic_fetch_add", "odp_invalidation_follows_new_mapping",
     "odp_write_to_unmapped_range_fails", "odp_prefetch_maps_pages", "odp_prefetch_no_fault",
     "odp_advise_refused_outside_odp", "odp_dereg", "odp_implicit_reg",
-    "odp_implicit_write_anywhere", "odp_implicit_dereg", "breadth_teardown")
+    "odp_implicit_write_anywhere", "odp_implicit_dereg", "odp_rereg_translation",
+    "odp_rereg_dereg", "breadth_teardown")
 
 
 def test_verbs_breadth(g0):

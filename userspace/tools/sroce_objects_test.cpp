@@ -185,9 +185,6 @@ void test_mr(struct ibv_pd *pd)
 			 {EINVAL});
 	expect_reg_fails(pd, "mr_unknown_access_bit", buf, 4096, lw | (1 << 15),
 			 {EINVAL});
-	/* ib_core rejects ODP itself (EINVAL) for devices without it. */
-	expect_reg_fails(pd, "mr_on_demand", buf, 4096,
-			 lw | IBV_ACCESS_ON_DEMAND, {EINVAL, EOPNOTSUPP});
 	expect_reg_fails(pd, "mr_zero_length", buf, 0, lw, {EINVAL});
 
 	/* Unmapped memory cannot be pinned. */
@@ -2626,6 +2623,321 @@ void parent_domain(Env &e)
 		    log.frees.load());
 }
 
+/* ------------------------------------------------------- on-demand paging */
+
+constexpr int kOdpAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+			   IBV_ACCESS_ON_DEMAND;
+
+/*
+ * A device counter from sysfs (hw_counters), or -1. ib_core serves reads
+ * from a copy up to 10 ms old: wait that out first.
+ */
+long long hw_counter(Env &e, const char *name)
+{
+	usleep(20000);
+	const std::string path = strf("/sys/class/infiniband/%s/ports/1/hw_counters/%s",
+				      ibv_get_device_name(e.ctx->device), name);
+	FILE *f = std::fopen(path.c_str(), "r");
+	long long v = -1;
+	if (f) {
+		if (std::fscanf(f, "%lld", &v) != 1)
+			v = -1;
+		std::fclose(f);
+	}
+	return v;
+}
+
+/*
+ * An RC pair that waits out page faults: the responder answers a fault with
+ * an RNR NAK, so the requester retries without limit (rnr_retry 7).
+ */
+bool make_odp_pair(Env &e, Pair &p)
+{
+	if (!make_side(e, p.a, IBV_QPT_RC) || !make_side(e, p.b, IBV_QPT_RC))
+		return false;
+	for (int i = 0; i < 2; i++) {
+		Side &s = i ? p.b : p.a;
+		sroce_tool::Path path = loopback_path(e, IBV_QPT_RC,
+						      (i ? p.a : p.b).qp->qp_num);
+		path.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+		path.max_dest_rd_atomic = path.max_rd_atomic = 4;
+		path.timeout = 14;
+		path.retry_cnt = 7;
+		path.rnr_retry = 7;
+		path.min_rnr_timer = 12;
+		s.peer_qpn = path.dest_qpn;
+		if (sroce_tool::connect_qp(s.qp, path))
+			return false;
+	}
+	return true;
+}
+
+/* Post one signaled work request on a and return its completion status. */
+int odp_post(Side &a, struct ibv_send_wr &wr)
+{
+	struct ibv_send_wr *bad = nullptr;
+	wr.send_flags |= IBV_SEND_SIGNALED;
+	if (ibv_post_send(a.qp, &wr, &bad))
+		return -1;
+	struct ibv_wc wc;
+	return wait_wc(a.scq, &wc) ? wc.status : -2;
+}
+
+int odp_rdma(Side &a, enum ibv_wr_opcode op, void *local, uint32_t lkey, void *remote,
+	     uint32_t rkey, uint32_t len)
+{
+	struct ibv_sge sge = {reinterpret_cast<uintptr_t>(local), len, lkey};
+	struct ibv_send_wr wr = {};
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = op;
+	wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(remote);
+	wr.wr.rdma.rkey = rkey;
+	return odp_post(a, wr);
+}
+
+std::string st_text(int st)
+{
+	return st >= 0 ? ibv_wc_status_str(static_cast<enum ibv_wc_status>(st))
+		       : strf("post/poll failed (%d)", st);
+}
+
+/*
+ * ODP regions over memory the process has not touched: every access faults
+ * pages in (RNR NAKs on the responder, pauses on the requester) and the
+ * bytes arrive; invalidation (munmap + a new mapping at the same address)
+ * sends later accesses to the new pages; unmapped memory fails; implicit
+ * regions and prefetch (advise_mr).
+ */
+void odp(Env &e)
+{
+	constexpr uint32_t kLen = 16 << 10;	/* 16 packets at MTU 1024 */
+	constexpr size_t kMap = 256 << 10;
+	Pair p;
+	if (!make_odp_pair(e, p))
+		return setup_failed("odp_setup", p);
+	Mapping m(kMap);
+	char *base = reinterpret_cast<char *>(m.p());
+	struct ibv_mr *mr = m ? ibv_reg_mr(e.pd, base, kMap, kOdpAccess) : nullptr;
+	check("odp_reg_mr", mr != nullptr, errno_text(errno));
+	if (!mr) {
+		std::string why;
+		destroy_pair(p, &why);
+		return;
+	}
+	char *local = e.buf + kRecvOff;
+	std::string why;
+	int st;
+
+	/* WRITE into untouched pages: faults on the responder */
+	long long f0 = hw_counter(e, "odp_fault_pages");
+	long long w0 = hw_counter(e, "odp_waits");
+	fill(e.buf, 1, kLen);
+	st = odp_rdma(p.a, IBV_WR_RDMA_WRITE, e.buf, e.mr->lkey, base, mr->rkey, kLen);
+	const long long f1 = hw_counter(e, "odp_fault_pages");
+	check("odp_write_faults_pages_in",
+	      st == IBV_WC_SUCCESS && first_bad(base, 1, kLen) < 0 && f1 - f0 >= kLen / 4096 &&
+		      hw_counter(e, "odp_waits") > w0,
+	      strf("%s, faulted %lld pages", st_text(st).c_str(), f1 - f0));
+
+	/* READ out of an ODP region (the READ responder waits for faults) */
+	fill(base + kLen, 2, kLen);
+	std::memset(local, 0, kLen);
+	st = odp_rdma(p.a, IBV_WR_RDMA_READ, local, e.mr->lkey, base + kLen, mr->rkey, kLen);
+	check("odp_read_from_region", st == IBV_WC_SUCCESS && first_bad(local, 2, kLen) < 0,
+	      st_text(st));
+
+	/* READ into an ODP region (the requester faults its buffer in first) */
+	fill(e.buf, 3, kLen);
+	st = odp_rdma(p.a, IBV_WR_RDMA_READ, base + 2 * kLen, mr->lkey, e.buf, e.mr->rkey, kLen);
+	check("odp_read_into_region", st == IBV_WC_SUCCESS && first_bad(base + 2 * kLen, 3, kLen) < 0,
+	      st_text(st));
+
+	/* SEND from and into ODP pages nobody touched since they were mapped */
+	{
+		Mapping s(2 * kLen);
+		char *sb = reinterpret_cast<char *>(s.p());
+		struct ibv_mr *smr = s ? ibv_reg_mr(e.pd, sb, 2 * kLen, kOdpAccess) : nullptr;
+		why = smr ? "" : "reg: " + errno_text(errno);
+		struct ibv_sge rs = {reinterpret_cast<uintptr_t>(sb + kLen), kLen,
+				     smr ? smr->lkey : 0};
+		struct ibv_recv_wr rwr = {}, *rbad = nullptr;
+		rwr.wr_id = 4;
+		rwr.sg_list = &rs;
+		rwr.num_sge = 1;
+		if (why.empty() && ibv_post_recv(p.b.qp, &rwr, &rbad))
+			why = "post_recv";
+		if (why.empty()) {
+			fill(sb, 4, kLen);
+			/* drop the sender's pages from the region: they come back by fault */
+			madvise(sb, kLen, MADV_DONTNEED);
+			fill(sb, 4, kLen);
+			struct ibv_sge ss = {reinterpret_cast<uintptr_t>(sb), kLen, smr->lkey};
+			struct ibv_send_wr wr = {};
+			wr.sg_list = &ss;
+			wr.num_sge = 1;
+			wr.opcode = IBV_WR_SEND;
+			st = odp_post(p.a, wr);
+			struct ibv_wc wc;
+			if (st != IBV_WC_SUCCESS)
+				why = "send: " + st_text(st);
+			else if (!wait_wc(p.b.rcq, &wc) || wc.status != IBV_WC_SUCCESS ||
+				 wc.byte_len != kLen)
+				why = "recv: " + wc_text(wc);
+			else if (first_bad(sb + kLen, 4, kLen) >= 0)
+				why = "received bytes differ";
+		}
+		if (smr)
+			ibv_dereg_mr(smr);
+		check("odp_send_and_receive", why.empty(), why);
+	}
+
+	/* atomics on an ODP page nobody touched */
+	{
+		uint64_t *tgt = reinterpret_cast<uint64_t *>(base + 4 * kLen);
+		auto *res = reinterpret_cast<uint64_t *>(e.buf);
+		*res = 0;
+		struct ibv_sge sge = {reinterpret_cast<uintptr_t>(res), 8, e.mr->lkey};
+		struct ibv_send_wr wr = {};
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+		wr.wr.atomic.remote_addr = reinterpret_cast<uintptr_t>(tgt);
+		wr.wr.atomic.rkey = mr->rkey;
+		wr.wr.atomic.compare_add = 5;
+		st = odp_post(p.a, wr);
+		const uint64_t after = *tgt;
+		check("odp_atomic_fetch_add", st == IBV_WC_SUCCESS && *res == 0 && after == 5,
+		      strf("%s orig %llu now %llu", st_text(st).c_str(),
+			   static_cast<unsigned long long>(*res),
+			   static_cast<unsigned long long>(after)));
+	}
+
+	/* invalidation: a new mapping at the same address gets the next write */
+	{
+		const long long i0 = hw_counter(e, "odp_invalidated_pages");
+		void *again = mmap(base, kLen, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		const long long i1 = hw_counter(e, "odp_invalidated_pages");
+		const bool zeroed = again == base && first_bad(base, 1, kLen) == 0 &&
+				    base[kLen - 1] == 0;
+		fill(e.buf, 5, kLen);
+		st = odp_rdma(p.a, IBV_WR_RDMA_WRITE, e.buf, e.mr->lkey, base, mr->rkey, kLen);
+		check("odp_invalidation_follows_new_mapping",
+		      zeroed && i1 - i0 >= kLen / 4096 && st == IBV_WC_SUCCESS &&
+			      first_bad(base, 5, kLen) < 0,
+		      strf("remapped %d, invalidated %lld pages, %s", zeroed, i1 - i0,
+			   st_text(st).c_str()));
+	}
+
+	/* a hole in the region: the access fails, the QP goes to ERR */
+	{
+		munmap(base + kMap - kLen, kLen);
+		fill(e.buf, 6, 4096);
+		st = odp_rdma(p.a, IBV_WR_RDMA_WRITE, e.buf, e.mr->lkey, base + kMap - kLen,
+			      mr->rkey, 4096);
+		check("odp_write_to_unmapped_range_fails", st == IBV_WC_REM_ACCESS_ERR,
+		      st_text(st));
+	}
+	destroy_pair(p, &why);
+
+	/* prefetch: after a synchronous PREFETCH_WRITE, a write waits for nothing */
+	if (make_odp_pair(e, p)) {
+		char *pf = base + 6 * kLen;
+		struct ibv_sge sge = {reinterpret_cast<uintptr_t>(pf), kLen, mr->lkey};
+		const long long f2 = hw_counter(e, "odp_fault_pages");
+		const int rc = ibv_advise_mr(e.pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+					     IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1);
+		const long long f3 = hw_counter(e, "odp_fault_pages");
+		const long long w2 = hw_counter(e, "odp_waits");
+		fill(e.buf, 7, kLen);
+		st = odp_rdma(p.a, IBV_WR_RDMA_WRITE, e.buf, e.mr->lkey, pf, mr->rkey, kLen);
+		const long long w3 = hw_counter(e, "odp_waits");
+		check("odp_prefetch_maps_pages",
+		      rc == 0 && f3 - f2 == kLen / 4096 && st == IBV_WC_SUCCESS && w3 == w2 &&
+			      first_bad(pf, 7, kLen) < 0,
+		      strf("rc %d, mapped %lld, %s, waits %lld", rc, f3 - f2, st_text(st).c_str(),
+			   w3 - w2));
+
+		/* no-fault prefetch maps only what the process has touched */
+		char *nf = base + 8 * kLen;
+		struct ibv_sge nsge = {reinterpret_cast<uintptr_t>(nf), kLen, mr->lkey};
+		const long long f4 = hw_counter(e, "odp_fault_pages");
+		const int rc1 = ibv_advise_mr(e.pd, IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT,
+					      IBV_ADVISE_MR_FLAG_FLUSH, &nsge, 1);
+		const long long f5 = hw_counter(e, "odp_fault_pages");
+		std::memset(nf, 1, kLen);
+		const int rc2 = ibv_advise_mr(e.pd, IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT,
+					      IBV_ADVISE_MR_FLAG_FLUSH, &nsge, 1);
+		const long long f6 = hw_counter(e, "odp_fault_pages");
+		check("odp_prefetch_no_fault", rc1 == 0 && rc2 == 0 && f5 == f4 &&
+			      f6 - f5 == kLen / 4096,
+		      strf("rc %d/%d, untouched %lld, touched %lld", rc1, rc2, f5 - f4, f6 - f5));
+
+		/* advise_mr refuses what is not an ODP range of this PD */
+		struct ibv_sge bad = {reinterpret_cast<uintptr_t>(e.buf), 4096, e.mr->lkey};
+		const int r1 = ibv_advise_mr(e.pd, IBV_ADVISE_MR_ADVICE_PREFETCH,
+					     IBV_ADVISE_MR_FLAG_FLUSH, &bad, 1);
+		bad = {reinterpret_cast<uintptr_t>(base), static_cast<uint32_t>(kMap) + 4096,
+		       mr->lkey};
+		const int r2 = ibv_advise_mr(e.pd, IBV_ADVISE_MR_ADVICE_PREFETCH,
+					     IBV_ADVISE_MR_FLAG_FLUSH, &bad, 1);
+		check("odp_advise_refused_outside_odp", r1 == EINVAL && r2 == EINVAL,
+		      strf("pinned region: %d, beyond the end: %d", r1, r2));
+		destroy_pair(p, &why);
+	} else {
+		setup_failed("odp_prefetch_setup", p);
+	}
+	check("odp_dereg", ibv_dereg_mr(mr) == 0);
+
+	/* implicit ODP: one key for the whole address space */
+	struct ibv_mr *imr = ibv_reg_mr(e.pd, nullptr, SIZE_MAX, kOdpAccess);
+	check("odp_implicit_reg", imr != nullptr, errno_text(errno));
+	if (imr && make_odp_pair(e, p)) {
+		Mapping a(kLen), b(kLen);
+		char *pa = reinterpret_cast<char *>(a.p());
+		char *pb = reinterpret_cast<char *>(b.p());
+		fill(e.buf, 8, kLen);
+		st = odp_rdma(p.a, IBV_WR_RDMA_WRITE, e.buf, e.mr->lkey, pa, imr->rkey, kLen);
+		why = st == IBV_WC_SUCCESS && first_bad(pa, 8, kLen) < 0 ? "" : "write: " + st_text(st);
+		/* and as an lkey: WRITE from a to b, both through the implicit region */
+		if (why.empty()) {
+			st = odp_rdma(p.a, IBV_WR_RDMA_WRITE, pa, imr->lkey, pb, imr->rkey, kLen);
+			if (st != IBV_WC_SUCCESS || first_bad(pb, 8, kLen) >= 0)
+				why = "copy: " + st_text(st);
+		}
+		check("odp_implicit_write_anywhere", why.empty(), why);
+		destroy_pair(p, &why);
+	} else if (imr) {
+		setup_failed("odp_implicit_setup", p);
+	}
+	if (imr)
+		check("odp_implicit_dereg", ibv_dereg_mr(imr) == 0);
+
+	/* rereg moves an ODP region to other memory under the same keys */
+	Mapping r1(kLen), r2(kLen);
+	struct ibv_mr *rmr = r1 && r2 ? ibv_reg_mr(e.pd, r1.p(), kLen, kOdpAccess) : nullptr;
+	const uint32_t rkey = rmr ? rmr->rkey : 0;
+	int rc = rmr ? ibv_rereg_mr(rmr, IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, r2.p(), kLen, 0)
+		     : -100;
+	why = rc ? strf("reg/rereg: %d %s", rc, errno_text(errno).c_str()) : "";
+	if (why.empty() && make_odp_pair(e, p)) {
+		fill(e.buf, 9, kLen);
+		st = odp_rdma(p.a, IBV_WR_RDMA_WRITE, e.buf, e.mr->lkey, r2.p(), rkey, kLen);
+		if (st != IBV_WC_SUCCESS || first_bad(r2.p(), 9, kLen) >= 0 ||
+		    rmr->rkey != rkey || r1.p()[0] || r1.p()[kLen - 1])
+			why = "write after rereg: " + st_text(st);
+		destroy_pair(p, &why);
+	} else if (why.empty()) {
+		why = "pair";
+	}
+	check("odp_rereg_translation", why.empty(), why);
+	if (rmr)
+		check("odp_rereg_dereg", ibv_dereg_mr(rmr) == 0);
+}
+
 } // namespace breadth
 
 void breadth_cases(wqs::Env &e, const char *only)
@@ -2641,6 +2953,7 @@ void breadth_cases(wqs::Env &e, const char *only)
 		{"memory_windows", breadth::memory_windows},
 		{"multicast", breadth::multicast},
 		{"import_device", breadth::import_device},
+		{"odp", breadth::odp},
 	}, only);
 }
 
