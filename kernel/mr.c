@@ -227,56 +227,51 @@ static int sroce_mr_collect_pages(struct sroce_mr *mr)
 	return 0;
 }
 
-/*
- * An ODP region: nothing pinned, pages mapped on access (odp.c). An
- * implicit one (start 0, length U64_MAX, iova 0) covers the whole address
- * space with iova == address.
- */
-static struct ib_mr *sroce_reg_odp(struct ib_pd *ibpd, u64 start, u64 length,
-				   u64 iova, int access, struct sroce_mr *old)
+/* Publish a user region, under @old's key for a rereg, with its range. */
+static int sroce_mr_install(struct sroce_dev *sdev, struct sroce_mr *mr,
+			    struct sroce_mr *old)
 {
-	struct sroce_dev *sdev = to_sdev(ibpd->device);
-	bool implicit = !start && length == U64_MAX;
-	struct sroce_mr *mr;
-	int err;
+	int err = old ? sroce_mr_republish(sdev, mr, old) :
+			sroce_mr_publish(sdev, mr);
 
-	if (implicit ? iova != 0 :
-	    (!length || length > SROCE_MAX_MR_SIZE ||
-	     start + length < start || iova + length < iova))
-		return ERR_PTR(-EINVAL);
-
-	mr = sroce_mr_alloc(to_spd(ibpd), access);
-	if (!mr)
-		return ERR_PTR(-ENOMEM);
-	mr->type = SROCE_MR_ODP;
-	mr->iova = iova;
-	mr->length = length;
-	err = sroce_odp_init(mr, start, implicit);
 	if (err)
-		goto err_free;
-
-	err = old ? sroce_mr_republish(sdev, mr, old) :
-		    sroce_mr_publish(sdev, mr);
-	if (err)
-		goto err_fini;
-	mr->ibmr.iova = iova;
-	mr->ibmr.length = length;
-	return &mr->ibmr;
-
-err_fini:
-	sroce_odp_fini(mr);
-err_free:
-	kfree(mr);
-	return ERR_PTR(err);
+		return err;
+	mr->ibmr.iova = mr->iova;
+	mr->ibmr.length = mr->length;
+	return 0;
 }
 
-/* Register a user region; under @old's key if @old is given (rereg). */
+/* Pin the pages of a user region and record them in order. */
+static int sroce_mr_pin(struct sroce_mr *mr, u64 start)
+{
+	struct ib_umem *umem = ib_umem_get(mr->ibmr.device, start, mr->length,
+					   mr->access);
+	int err;
+
+	if (IS_ERR(umem))
+		return PTR_ERR(umem);
+	mr->umem = umem;
+	err = sroce_mr_collect_pages(mr);
+	if (err) {
+		kvfree(mr->pages);
+		ib_umem_release(umem);
+	}
+	return err;
+}
+
+/*
+ * Register a user region; under @old's key if @old is given (rereg). Its
+ * pages are pinned, or with IB_ACCESS_ON_DEMAND mapped on access (odp.c);
+ * an implicit ODP region (start 0, length U64_MAX, iova 0) covers the whole
+ * address space with iova == address.
+ */
 static struct ib_mr *sroce_reg_user(struct ib_pd *ibpd, u64 start, u64 length,
 				    u64 iova, int access, struct ib_udata *udata,
 				    struct sroce_mr *old)
 {
 	struct sroce_dev *sdev = to_sdev(ibpd->device);
-	struct ib_umem *umem;
+	bool odp = access & IB_ACCESS_ON_DEMAND;
+	bool implicit = odp && !start && length == U64_MAX;
 	struct sroce_mr *mr;
 	int err;
 
@@ -285,43 +280,34 @@ static struct ib_mr *sroce_reg_user(struct ib_pd *ibpd, u64 start, u64 length,
 		return ERR_PTR(err);
 	if (udata && (udata->inlen || udata->outlen))
 		return ERR_PTR(-EINVAL);
-	if (access & IB_ACCESS_ON_DEMAND)
-		return sroce_reg_odp(ibpd, start, length, iova, access, old);
-	if (!length || length > SROCE_MAX_MR_SIZE ||
-	    start + length < start || iova + length < iova ||
-	    length > SIZE_MAX)
+	if (implicit ? iova != 0 :
+	    (!length || length > SROCE_MAX_MR_SIZE ||
+	     start + length < start || iova + length < iova ||
+	     length > SIZE_MAX))
 		return ERR_PTR(-EINVAL);
 
 	mr = sroce_mr_alloc(to_spd(ibpd), access);
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
-	mr->type = SROCE_MR_USER;
+	mr->type = odp ? SROCE_MR_ODP : SROCE_MR_USER;
 	mr->iova = iova;
 	mr->length = length;
-
-	umem = ib_umem_get(ibpd->device, start, length, access);
-	if (IS_ERR(umem)) {
-		err = PTR_ERR(umem);
+	mr->ibmr.device = ibpd->device;
+	err = odp ? sroce_odp_init(mr, start, implicit) : sroce_mr_pin(mr, start);
+	if (err)
 		goto err_free;
-	}
-	mr->umem = umem;
-
-	err = sroce_mr_collect_pages(mr);
+	err = sroce_mr_install(sdev, mr, old);
 	if (err)
-		goto err_release;
-
-	err = old ? sroce_mr_republish(sdev, mr, old) :
-		    sroce_mr_publish(sdev, mr);
-	if (err)
-		goto err_release;
-
-	mr->ibmr.iova = iova;
-	mr->ibmr.length = length;
+		goto err_undo;
 	return &mr->ibmr;
 
-err_release:
-	kvfree(mr->pages);
-	ib_umem_release(umem);
+err_undo:
+	if (odp) {
+		sroce_odp_fini(mr);
+	} else {
+		kvfree(mr->pages);
+		ib_umem_release(mr->umem);
+	}
 err_free:
 	kfree(mr);
 	return ERR_PTR(err);

@@ -174,7 +174,8 @@ static void sroce_odp_mark_failed(struct sroce_odp *odp, unsigned long idx)
 /*
  * Map pages [first, first + n) (n <= SROCE_ODP_CHUNK), faulting them in if
  * @fault. Sleeps. Return 0 or -errno (-EFAULT, -EPERM: some page cannot be
- * mapped; nothing was entered then).
+ * mapped; nothing was entered then, and a single page that cannot be
+ * faulted in is marked failed).
  */
 static int sroce_odp_map_chunk(struct sroce_mr *mr, unsigned long first,
 			       unsigned long n, bool fault)
@@ -229,8 +230,11 @@ static int sroce_odp_map_chunk(struct sroce_mr *mr, unsigned long first,
 	mmput(mm);
 
 out_release:
-	/* Reservations that did not become pages (only reserved slots go). */
 	spin_lock_irq(&mr->lock);
+	/* Into its reserved slot: this store allocates nothing. */
+	if (fault && n == 1 && (err == -EFAULT || err == -EPERM))
+		sroce_odp_mark_failed(odp, first);
+	/* Reservations that did not become entries (only reserved slots go). */
 	for (i = 0; i < n; i++)
 		xa_release(&odp->pages, first + i);
 	spin_unlock_irq(&mr->lock);
@@ -253,17 +257,12 @@ static int sroce_odp_map(struct sroce_mr *mr, unsigned long first,
 				      (unsigned long)SROCE_ODP_CHUNK);
 		int err = sroce_odp_map_chunk(mr, first, n, fault);
 
-		if ((err == -EFAULT || err == -EPERM) && fault) {
-			/* Find the pages at fault one by one. */
+		if ((err == -EFAULT || err == -EPERM) && fault && n > 1) {
+			/* Find the pages at fault one by one (they get marked). */
 			unsigned long i;
 
-			for (i = 0; i < n; i++) {
-				if (!sroce_odp_map_chunk(mr, first + i, 1, true))
-					continue;
-				spin_lock_irq(&mr->lock);
-				sroce_odp_mark_failed(mr->odp, first + i);
-				spin_unlock_irq(&mr->lock);
-			}
+			for (i = 0; i < n; i++)
+				sroce_odp_map_chunk(mr, first + i, 1, true);
 		}
 		if (err && !ret)
 			ret = err;
