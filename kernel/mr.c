@@ -674,6 +674,8 @@ int sroce_sge_prefault(struct sroce_dev *sdev, struct sroce_pd *pd,
 	int ret = 0;
 	u32 i;
 
+	if (!atomic_read(&pd->odp_mrs))
+		return 0;	/* the common case: no lookups */
 	for (i = 0; i < nsge; i++) {
 		struct sroce_mr *mr;
 		int err;

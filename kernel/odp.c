@@ -410,8 +410,10 @@ int sroce_odp_init(struct sroce_mr *mr, u64 start, bool implicit)
 	if (err) {
 		mr->odp = NULL;
 		kfree(odp);
+		return err;
 	}
-	return err;
+	atomic_inc(&mr->pd->odp_mrs);
+	return 0;
 }
 
 /* Deregistration: no access runs any more (the region's last reference is gone). */
@@ -430,6 +432,7 @@ void sroce_odp_fini(struct sroce_mr *mr)
 	xa_destroy(&odp->pages);
 	kfree(odp);
 	mr->odp = NULL;
+	atomic_dec(&mr->pd->odp_mrs);
 }
 
 /* One SGE of advise_mr. */

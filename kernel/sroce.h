@@ -270,6 +270,7 @@ struct sroce_ucontext {
 struct sroce_pd {
 	struct ib_pd		ibpd;
 	u32			pdn;
+	atomic_t		odp_mrs;	/* its ODP regions (odp.c) */
 };
 
 enum sroce_mr_type {
