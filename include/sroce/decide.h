@@ -58,8 +58,8 @@ enum sroce_psn_class {
 };
 
 /*
- * Classify the PSN of request @oi at the responder. RC and UC have PSN
- * rules; every other transport (UD) is always SROCE_PSN_NEW.
+ * Classify the PSN of request @oi at the responder. RC (and XRC, its
+ * extension) and UC have PSN rules; UD is always SROCE_PSN_NEW.
  */
 static inline enum sroce_psn_class
 sroce_resp_psn_classify(enum sroce_transport transport,
@@ -71,6 +71,7 @@ sroce_resp_psn_classify(enum sroce_transport transport,
 
 	switch (transport) {
 	case SROCE_TRANSPORT_RC:
+	case SROCE_TRANSPORT_XRC:
 		if (d > 0)
 			return s->nak_sent ? SROCE_PSN_SEQ_DROP : SROCE_PSN_SEQ_NAK;
 		return d < 0 ? SROCE_PSN_DUP : SROCE_PSN_NEW;
@@ -141,7 +142,7 @@ sroce_resp_seq_check(enum sroce_transport transport, bool in_msg,
 {
 	if (sroce_opcode_seq_ok(in_msg, msg_kind, oi))
 		return SROCE_SEQ_OK;
-	if (transport == SROCE_TRANSPORT_RC)
+	if (transport == SROCE_TRANSPORT_RC || transport == SROCE_TRANSPORT_XRC)
 		return SROCE_SEQ_RC_INVALID;
 	return (oi->flags & SROCE_OPF_START) ? SROCE_SEQ_UC_RESTART : SROCE_SEQ_UC_DROP;
 }

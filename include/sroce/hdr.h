@@ -33,7 +33,7 @@ SROCE_EXTERN_C_BEGIN
 #define SROCE_IMMDT_LEN		4
 #define SROCE_IETH_LEN		4
 #define SROCE_FETH_LEN		4	/* FLUSH (IBTA 1.5): not supported */
-#define SROCE_XRCETH_LEN	4	/* XRC: not supported */
+#define SROCE_XRCETH_LEN	4
 #define SROCE_CNP_RSVD_LEN	16	/* RoCE v2 CNP: 16 reserved bytes after BTH */
 #define SROCE_ICRC_LEN		4
 
@@ -250,6 +250,15 @@ static inline void sroce_atomicacketh_set_orig(uint8_t *p, uint64_t v) { sroce_p
  */
 static inline uint32_t sroce_immdt_get(const uint8_t *p) { return sroce_get_be32(p); }
 static inline void sroce_immdt_put(uint8_t *p, uint32_t v) { sroce_put_be32(p, v); }
+
+/* --------------------------------------------------------------- XRCETH */
+/* byte 0 reserved, bytes 1-3: the XRC SRQ at the target (XRC requests) */
+static inline uint32_t sroce_xrceth_srqn(const uint8_t *p) { return sroce_get_be24(p + 1); }
+static inline void sroce_xrceth_set_srqn(uint8_t *p, uint32_t srqn)
+{
+	p[0] = 0;
+	sroce_put_be24(p + 1, srqn & SROCE_QPN_MASK);
+}
 
 /* ----------------------------------------------------------------- IETH */
 /* bytes 0-3: R_Key to invalidate */

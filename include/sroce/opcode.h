@@ -6,7 +6,7 @@
  *
  * sroce_opcode_lookup(op) never returns NULL: reserved opcodes have a NULL name
  * and no SROCE_OPF_KNOWN flag; known opcodes that sroce does not speak (RD,
- * XRC, FLUSH) have SROCE_OPF_KNOWN but not SROCE_OPF_SUPPORTED.
+ * FLUSH) have SROCE_OPF_KNOWN but not SROCE_OPF_SUPPORTED.
  */
 #ifndef SROCE_OPCODE_H
 #define SROCE_OPCODE_H
@@ -68,7 +68,7 @@ enum sroce_opcode {
 	/* RoCE v2 Congestion Notification Packet */
 	SROCE_OP_CNP				= 0x81,
 
-	/* Extended Reliable Connection (0xa0-0xbf): known, unsupported */
+	/* Extended Reliable Connection (0xa0-0xbf): the RC set + 0xa0 */
 };
 
 enum sroce_transport {
@@ -199,7 +199,7 @@ static inline unsigned int sroce_opcode_payload_off(const struct sroce_opcode_in
  * immediate are plain SEND_FIRST / SEND_MIDDLE. Returns the opcode (0..255)
  * or -1 if IBTA defines no such packet (or no such message: an RDMA WRITE
  * with invalidate, a UC SEND with invalidate, a FIRST of a READ request).
- * Known but unsupported opcodes (RD, XRC, FLUSH) are found too: check
+ * Known but unsupported opcodes (RD, FLUSH) are found too: check
  * SROCE_OPF_SUPPORTED where it matters. Constant time.
  */
 int sroce_opcode_find(enum sroce_transport transport, enum sroce_op_kind kind,

@@ -40,7 +40,7 @@ enum sroce_wire_err {
 	SROCE_WIRE_E_TRUNC_BTH,		/* no room for BTH + ICRC */
 	SROCE_WIRE_E_TVER,		/* BTH transport version != 0 */
 	SROCE_WIRE_E_OPCODE_UNKNOWN,	/* reserved opcode */
-	SROCE_WIRE_E_OPCODE_UNSUPPORTED,/* RD, XRC, FLUSH, vendor */
+	SROCE_WIRE_E_OPCODE_UNSUPPORTED,/* RD, FLUSH, vendor */
 	SROCE_WIRE_E_TRUNC_HDRS,	/* no room for the extension headers + ICRC */
 	SROCE_WIRE_E_PAYLOAD,		/* payload on an opcode that carries none */
 	SROCE_WIRE_E_PAD,		/* pad count inconsistent with the payload */

@@ -95,7 +95,7 @@ const char *const sroce_hdr_name[SROCE_HDR_NR] = {
 /*
  * Send and RDMA WRITE families, identical for RC (base 0x00) and UC (0x20)
  * except for the ACK requirement. XRC (0xa0) has the same set with an
- * XRCETH after the BTH; it is listed as known but unsupported.
+ * XRCETH after the BTH of every request.
  */
 #define SEND_WRITE(b, T, tr, ak, su, x)						\
 	OP(b + 0x00, #T "_SEND_FIRST", tr, SEND, FIRST, su | RQ | PL | ak, BTH | x),	\
@@ -117,7 +117,10 @@ const char *const sroce_hdr_name[SROCE_HDR_NR] = {
 	OP(b + 0x0b, #T "_RDMA_WRITE_ONLY_WITH_IMMEDIATE", tr, WRITE, ONLY,		\
 	   su | RQ | PL | ak | CP | IM, BTH | x | H(RETH) | H(IMMDT))
 
-/* READ, ACK, atomics and SEND with invalidate: RC (0x00) and XRC (0xa0). */
+/*
+ * READ, ACK, atomics and SEND with invalidate: RC (0x00) and XRC (0xa0).
+ * Responses carry no XRCETH. FLUSH is known, not supported, in both.
+ */
 #define RC_ONLY_OPS(b, T, tr, su, x)							\
 	OP(b + 0x0c, #T "_RDMA_READ_REQUEST", tr, READ_REQ, ONLY, su | RQ | AK,	\
 	   BTH | x | H(RETH)),								\
@@ -192,8 +195,8 @@ const struct sroce_opcode_info sroce_opcode_table[256] = {
 	/* RoCE v2 annex A17.9.3: BTH (DestQP = the QP to slow down) + 16 reserved bytes. */
 	OP(0x81, "CNP", CNP, CNP, ONLY, S, BTH | H(CNP_RSVD)),
 
-	SEND_WRITE(0xa0, XRC, XRC, AK, K, H(XRCETH)),
-	RC_ONLY_OPS(0xa0, XRC, XRC, K, H(XRCETH)),
+	SEND_WRITE(0xa0, XRC, XRC, AK, S, H(XRCETH)),
+	RC_ONLY_OPS(0xa0, XRC, XRC, S, H(XRCETH)),
 };
 
 /*

@@ -41,6 +41,12 @@ TEST(WireDecide, RcPsn)
 	EXPECT_EQ(classify(RC, 0, 0x7fffff, SROCE_OP_RC_SEND_ONLY), SROCE_PSN_SEQ_NAK);
 	// RC ignores uc_drop
 	EXPECT_EQ(classify(RC, 5, 5, SROCE_OP_RC_SEND_MIDDLE, false, true), SROCE_PSN_NEW);
+	// XRC has RC's rules
+	const auto XRC = SROCE_TRANSPORT_XRC;
+	EXPECT_EQ(classify(XRC, 100, 99, 0xa4), SROCE_PSN_DUP);
+	EXPECT_EQ(classify(XRC, 100, 101, 0xa4), SROCE_PSN_SEQ_NAK);
+	EXPECT_EQ(classify(XRC, 100, 101, 0xa4, true), SROCE_PSN_SEQ_DROP);
+	EXPECT_EQ(classify(XRC, 100, 100, 0xa1), SROCE_PSN_NEW);
 }
 
 TEST(WireDecide, UcPsn)
@@ -279,6 +285,8 @@ TEST(WireDecide, OpcodeOrder)
 				       op(SROCE_OP_RC_SEND_FIRST)), SROCE_SEQ_RC_INVALID);
 	EXPECT_EQ(sroce_resp_seq_check(SROCE_TRANSPORT_RC, false, 0,
 				       op(SROCE_OP_RC_SEND_LAST)), SROCE_SEQ_RC_INVALID);
+	EXPECT_EQ(sroce_resp_seq_check(SROCE_TRANSPORT_XRC, true, SROCE_KIND_SEND,
+				       op(0xa0)), SROCE_SEQ_RC_INVALID);
 	EXPECT_EQ(sroce_resp_seq_check(SROCE_TRANSPORT_UC, true, SROCE_KIND_SEND,
 				       op(SROCE_OP_UC_RDMA_WRITE_ONLY)), SROCE_SEQ_UC_RESTART);
 	EXPECT_EQ(sroce_resp_seq_check(SROCE_TRANSPORT_UC, true, SROCE_KIND_SEND,
@@ -304,7 +312,7 @@ TEST(WireDecide, RequesterMessagesAreInOrder)
 		{SROCE_KIND_READ_REQ, 0, 1 << 20}, {SROCE_KIND_WRITE, SROCE_OPF_IMM, 5000},
 		{SROCE_KIND_ATOMIC, SROCE_OPF_FETCH_ADD, 8}, {SROCE_KIND_SEND, 0, 0},
 	};
-	for (sroce_transport t : {SROCE_TRANSPORT_RC, SROCE_TRANSPORT_UC}) {
+	for (sroce_transport t : {SROCE_TRANSPORT_RC, SROCE_TRANSPORT_UC, SROCE_TRANSPORT_XRC}) {
 		std::vector<uint8_t> seq;
 		for (const Msg &m : msgs) {
 			uint32_t n = (m.kind == SROCE_KIND_SEND || m.kind == SROCE_KIND_WRITE) ?

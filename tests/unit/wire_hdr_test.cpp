@@ -184,6 +184,11 @@ TEST(WireHdr, RethAethDethIeth)
 	sroce_ieth_set_rkey(b, 0x01020304);
 	EXPECT_EQ(b[0], 1);
 	EXPECT_EQ(sroce_ieth_rkey(b), 0x01020304u);
+	memset(b, 0xee, sizeof(b));
+	sroce_xrceth_set_srqn(b, 0xfe123456);	// 24 bits, byte 0 reserved
+	const uint8_t xw[4] = {0x00, 0x12, 0x34, 0x56};
+	EXPECT_EQ(0, memcmp(b, xw, 4));
+	EXPECT_EQ(sroce_xrceth_srqn(b), 0x123456u);
 	sroce_immdt_put(b, 0xa1b2c3d4);
 	EXPECT_EQ(b[0], 0xa1);
 	EXPECT_EQ(sroce_immdt_get(b), 0xa1b2c3d4u);

@@ -127,9 +127,15 @@ TEST(WireOpcode, SupportedSet)
 	want.push_back(0x64);
 	want.push_back(0x65);
 	want.push_back(0x81);
+	// XRC: the RC set at 0xa0
+	for (int op = 0xa0; op <= 0xb4; op++)
+		want.push_back((uint8_t)op);
+	want.push_back(0xb6);
+	want.push_back(0xb7);
+	want.push_back(0xbd);
 	EXPECT_EQ(wiretest::supported_opcodes(), want);
-	// known but unsupported: RD, XRC (also its ATOMIC WRITE), FLUSH
-	for (uint8_t op : {0x1c, 0x40, 0x55, 0xa0, 0xb4, 0xb7, 0xbc, 0xbd})
+	// known but unsupported: RD, FLUSH (RC and XRC)
+	for (uint8_t op : {0x1c, 0x40, 0x55, 0xbc})
 		EXPECT_EQ(sroce_opcode_lookup(op)->flags & (SROCE_OPF_KNOWN | SROCE_OPF_SUPPORTED),
 			  SROCE_OPF_KNOWN) << (int)op;
 	// reserved
@@ -186,6 +192,17 @@ TEST(WireOpcode, KnownLayouts)
 	const sroce_opcode_info *x = sroce_opcode_lookup(0xa0 + SROCE_OP_RC_RDMA_WRITE_ONLY);
 	EXPECT_EQ(sroce_opcode_hdr_off(x, SROCE_HDR_XRCETH), 12);
 	EXPECT_EQ(sroce_opcode_hdr_off(x, SROCE_HDR_RETH), 16);
+	// XRC requests carry the XRCETH, responses do not
+	for (int op = 0xa0; op <= 0xbd; op++) {
+		const sroce_opcode_info *oi = sroce_opcode_lookup((uint8_t)op);
+		if (!(oi->flags & SROCE_OPF_KNOWN))
+			continue;
+		EXPECT_EQ(sroce_opcode_has(oi, SROCE_HDR_XRCETH),
+			  !!(oi->flags & SROCE_OPF_REQUEST)) << op;
+	}
+	EXPECT_EQ(sroce_opcode_find(SROCE_TRANSPORT_XRC, SROCE_KIND_SEND, SROCE_POS_ONLY,
+				    SROCE_OPF_IMM), 0xa5);
+	EXPECT_EQ(sroce_opcode_find(SROCE_TRANSPORT_XRC, SROCE_KIND_ACK, SROCE_POS_ONLY, 0), 0xb1);
 
 	// classes
 	EXPECT_TRUE(sroce_opcode_lookup(SROCE_OP_RC_ACKNOWLEDGE)->flags & SROCE_OPF_RESPONSE);

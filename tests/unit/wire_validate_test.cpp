@@ -202,10 +202,9 @@ const Mutation mutations[] = {
 	 [](auto &p) { set_bth_opcode(p, 0xc0); }, true},
 	{"RD opcode", SROCE_WIRE_E_OPCODE_UNSUPPORTED, 4, [](auto &p) { set_bth_opcode(p, 0x44); },
 	 true},
-	{"XRC opcode", SROCE_WIRE_E_OPCODE_UNSUPPORTED, 6, [](auto &p) { set_bth_opcode(p, 0xa4); },
-	 true},
 	{"FLUSH", SROCE_WIRE_E_OPCODE_UNSUPPORTED, 4, [](auto &p) { set_bth_opcode(p, 0x1c); }, true},
-	{"XRC ATOMIC WRITE", SROCE_WIRE_E_OPCODE_UNSUPPORTED, 4, [](auto &p) { set_bth_opcode(p, 0xbd); }, true},
+	{"XRC FLUSH", SROCE_WIRE_E_OPCODE_UNSUPPORTED, 6, [](auto &p) { set_bth_opcode(p, 0xbc); },
+	 true},
 	{"payload on ACK", SROCE_WIRE_E_PAYLOAD, 4, [](auto &p) {
 		 set_bth_opcode(p, SROCE_OP_RC_ACKNOWLEDGE);	// 40 byte payload, 16 byte headers
 	 }, true},

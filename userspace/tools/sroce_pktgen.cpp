@@ -438,7 +438,7 @@ std::vector<Mode> modes()
 			     return build(ep, c.v6, ops[i % ops.size()], c.qpn, 16, 0, i);
 		     }});
 	m.push_back({"opcode_unsupported", "rx_drop_opcode_unsupported",
-		     "RD, XRC and FLUSH opcodes",
+		     "RD and FLUSH opcodes",
 		     [](const Endpoint &ep, const Config &c, unsigned long i, std::mt19937_64 &) {
 			     static const auto ops = opcodes_with(SROCE_OPF_KNOWN,
 				     SROCE_OPF_KNOWN | SROCE_OPF_SUPPORTED, 256);
