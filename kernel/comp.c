@@ -451,7 +451,8 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	unsigned int drop = 0;
 
 	spin_lock_bh(&qp->sq_lock);
-	if (qp->type != IB_QPT_RC || qp->dead ||
+	if (qp->type != IB_QPT_RC || qp->dead || qp->xrc == SROCE_XRC_TGT ||
+	    pkt->info->transport != sroce_qp_transport(qp) ||
 	    (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD))
 		drop = SROCE_CNT_RX_STALE;
 	else if (!sroce_rx_pkey_ok(bth))

@@ -162,6 +162,7 @@ void sroce_dealloc_driver(struct ib_device *ibdev)
 	sroce_mw_fini_dev(sdev);
 	sroce_mr_fini_dev(sdev);
 	sroce_qp_fini_dev(sdev);
+	sroce_srq_fini_dev(sdev);
 	sroce_ah_fini_dev(sdev);
 
 	mutex_lock(&sroce_devs_lock);
@@ -304,11 +305,11 @@ static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 	sroce_mw_init_dev(sdev);
 	sroce_mcast_init_dev(sdev);
 	sroce_qp_init_dev(sdev);
+	sroce_srq_init_dev(sdev);
 	sroce_ah_init_dev(sdev);
 	sroce_net_init_dev(sdev);
 	sroce_cc_init_dev(sdev);
 	atomic_set(&sdev->num_cq, 0);
-	atomic_set(&sdev->num_srq, 0);
 	netdev_hold(ndev, &sdev->ndev_tracker, GFP_KERNEL);
 	sdev->ndev = ndev;
 	sroce_setup_ibdev(sdev);

@@ -6,7 +6,9 @@
  * Types: RC, UC and UD, for user space and for kernel consumers, and the GSI
  * QP (QP1, a UD QP that ib_mad creates) for kernel consumers. A kernel QP
  * has the same rings as a user QP, in kernel memory; post_send and post_recv
- * write them.
+ * write them. XRC: initiator QPs (user space: an SQ ring, no receive side)
+ * and target QPs (always created by ib_core without udata, even for user
+ * space: no rings; requests use the XRC SRQ they name, see resp.c).
  *
  * Locking
  * -------
@@ -124,8 +126,17 @@ static void sroce_err_work(struct work_struct *work);
 
 /* ------------------------------------------------------------------ create */
 
+static int sroce_qp_check_send_cap(const struct ib_qp_cap *cap)
+{
+	if (cap->max_send_wr > SROCE_MAX_QP_WR ||
+	    cap->max_send_sge > SROCE_MAX_SGE ||
+	    cap->max_inline_data > SROCE_MAX_INLINE_DATA)
+		return -EINVAL;
+	return 0;
+}
+
 static int sroce_qp_check_init(struct sroce_dev *sdev,
-			       const struct ib_qp_init_attr *init)
+			       const struct ib_qp_init_attr *init, bool is_user)
 {
 	const struct ib_qp_cap *cap = &init->cap;
 
@@ -134,6 +145,20 @@ static int sroce_qp_check_init(struct sroce_dev *sdev,
 	case IB_QPT_UC:
 	case IB_QPT_UD:
 		break;
+	case IB_QPT_XRC_INI:
+		/*
+		 * The target SRQ of each WQE comes from user space's ring;
+		 * struct ib_send_wr has no field for it.
+		 */
+		if (!is_user)
+			return -EOPNOTSUPP;
+		if (init->create_flags || !init->send_cq)
+			return -EINVAL;
+		return sroce_qp_check_send_cap(&init->cap);
+	case IB_QPT_XRC_TGT:
+		if (init->create_flags || !init->xrcd)
+			return -EINVAL;
+		return 0;
 	case IB_QPT_GSI:
 		if (init->port_num != SROCE_PORT)
 			return -EINVAL;
@@ -146,9 +171,7 @@ static int sroce_qp_check_init(struct sroce_dev *sdev,
 	/* A QP on an SRQ still completes its receives on a CQ. */
 	if (!init->send_cq || !init->recv_cq)
 		return -EINVAL;
-	if (cap->max_send_wr > SROCE_MAX_QP_WR ||
-	    cap->max_send_sge > SROCE_MAX_SGE ||
-	    cap->max_inline_data > SROCE_MAX_INLINE_DATA)
+	if (sroce_qp_check_send_cap(cap))
 		return -EINVAL;
 	if (!init->srq && (cap->max_recv_wr > SROCE_MAX_QP_WR ||
 			   cap->max_recv_sge > SROCE_MAX_SGE))
@@ -161,13 +184,30 @@ static void sroce_qp_init(struct sroce_qp *qp, struct sroce_dev *sdev,
 			  const struct ib_qp_init_attr *init, bool is_user)
 {
 	qp->sdev = sdev;
-	qp->pd = to_spd(qp->ibqp.pd);
-	qp->scq = to_scq(init->send_cq);
-	qp->rcq = to_scq(init->recv_cq);
+	qp->pd = qp->ibqp.pd ? to_spd(qp->ibqp.pd) : NULL;
+	qp->scq = init->send_cq ? to_scq(init->send_cq) : NULL;
+	qp->rcq = init->recv_cq ? to_scq(init->recv_cq) : NULL;
 	qp->srq = init->srq ? to_ssrq(init->srq) : NULL;
 	qp->is_user = is_user;
 	qp->is_gsi = init->qp_type == IB_QPT_GSI;
-	qp->type = qp->is_gsi ? IB_QPT_UD : init->qp_type;
+	switch (init->qp_type) {
+	case IB_QPT_GSI:
+		qp->type = IB_QPT_UD;
+		break;
+	case IB_QPT_XRC_INI:
+		qp->type = IB_QPT_RC;
+		qp->xrc = SROCE_XRC_INI;
+		break;
+	case IB_QPT_XRC_TGT:
+		qp->type = IB_QPT_RC;
+		qp->xrc = SROCE_XRC_TGT;
+		qp->xrcd = init->xrcd;
+		qp->srq = NULL;	/* requests name their SRQs */
+		break;
+	default:
+		qp->type = init->qp_type;
+		break;
+	}
 	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	qp->state = IB_QPS_RESET;
 	qp->path_mtu = IB_MTU_1024;
@@ -229,7 +269,15 @@ static int sroce_qp_alloc_rq(struct sroce_qp *qp, struct ib_ucontext *ibuc,
 	struct sroce_resp_info *resp = &qp->resp;
 	int err;
 
-	if (!qp->srq) {
+	if (qp->xrc) {
+		/*
+		 * No receive queue. A target takes receive WQEs from any XRC
+		 * SRQ of its domain, up to the largest.
+		 */
+		resp->rwqe_size = sroce_srq_wqe_size(SROCE_MAX_SRQ_SGE);
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
+	} else if (!qp->srq) {
 		u32 entries = roundup_pow_of_two(max_t(u32, cap->max_recv_wr, 1));
 
 		err = sroce_wq_alloc(ibuc, &qp->rq, entries,
@@ -320,7 +368,7 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		return -EINVAL;
 	if (udata && init->qp_type == IB_QPT_GSI)
 		return -EINVAL;
-	err = sroce_qp_check_init(sdev, init);
+	err = sroce_qp_check_init(sdev, init, !!udata);
 	if (err)
 		return err;
 	if (atomic_inc_return(&sdev->num_qp) > SROCE_MAX_QP) {
@@ -342,6 +390,8 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		err = sroce_qp_reserve_qpn(qp);
 	if (err)
 		goto err_queues;
+	if (qp->xrc == SROCE_XRC_TGT)
+		memset(&init->cap, 0, sizeof(init->cap));	/* no queues to post to */
 	if (udata) {
 		err = sroce_qp_copy_resp(qp, udata);
 		if (err)
@@ -419,7 +469,8 @@ int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	struct sroce_qp *qp = to_sqp(ibqp);
 	int err;
 
-	if (qp->is_user || qp->srq || READ_ONCE(qp->state) == IB_QPS_RESET) {
+	if (qp->is_user || qp->srq || qp->xrc ||
+	    READ_ONCE(qp->state) == IB_QPS_RESET) {
 		*bad_wr = wr;
 		return -EINVAL;
 	}
@@ -671,11 +722,16 @@ int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	}
 	mutex_unlock(&qp->mod_lock);
 
-	attr->cap.max_send_wr = qp->sq.entries;
-	attr->cap.max_send_sge = qp->sq.max_sge;
-	attr->cap.max_inline_data = qp->sq.max_inline;
-	attr->cap.max_recv_wr = qp->srq ? 0 : qp->rq.entries;
-	attr->cap.max_recv_sge = qp->srq ? 0 : qp->rq.max_sge;
+	memset(&attr->cap, 0, sizeof(attr->cap));
+	if (qp->xrc != SROCE_XRC_TGT) {	/* a target has no queues */
+		attr->cap.max_send_wr = qp->sq.entries;
+		attr->cap.max_send_sge = qp->sq.max_sge;
+		attr->cap.max_inline_data = qp->sq.max_inline;
+	}
+	if (!qp->srq) {
+		attr->cap.max_recv_wr = qp->rq.entries;
+		attr->cap.max_recv_sge = qp->rq.max_sge;
+	}
 
 	init->event_handler = ibqp->event_handler;
 	init->qp_context = ibqp->qp_context;

@@ -412,6 +412,9 @@ static void sroce_req_encode_ext(struct sroce_qp *qp, struct sroce_swqe *wqe,
 {
 	const struct sroce_send_wqe *wr = &wqe->wr;
 
+	if (sroce_opcode_has(oi, SROCE_HDR_XRCETH))
+		sroce_xrceth_set_srqn(bth + oi->hdr_off[SROCE_HDR_XRCETH],
+				      wr->xrc_srqn);
 	if (qp->type == IB_QPT_UD) {
 		struct sroce_deth deth = {
 			.qkey = (wr->wr.ud.remote_qkey & 0x80000000u) ?
@@ -955,6 +958,10 @@ int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 {
 	struct sroce_qp *qp = to_sqp(ibqp);
 
+	if (qp->xrc == SROCE_XRC_TGT) {
+		*bad_wr = wr;
+		return -EINVAL;	/* a target has no send queue */
+	}
 	if (!qp->is_user)
 		return sroce_post_send_kernel(qp, wr, bad_wr);
 	if (wr) {

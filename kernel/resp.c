@@ -32,6 +32,13 @@
  * responder answers with an RNR NAK (RC; the requester sends the packet
  * again after the delay, as with hardware ODP) or loses the message (UC,
  * UD). A READ job waits a tick and goes on.
+ *
+ * XRC: a target QP follows RC's rules, but every request names an XRC SRQ
+ * of the QP's domain in its XRCETH. That SRQ, looked up again for every
+ * packet (a reference held while it executes, qp->resp.xsrq), gives the
+ * receive WQE, the PD that keys must belong to and the CQ of the
+ * completion; all packets of a message must name the same SRQ. A request
+ * that names no SRQ of the domain is an invalid request (NAK, QP to ERR).
  */
 
 #include <linux/highmem.h>
@@ -40,21 +47,48 @@
 #include "sroce.h"
 
 /*
+ * The PD the keys of requests to @qp belong to: the QP's, or for an XRC
+ * target the PD of the SRQ the packet names (none between packets).
+ */
+static struct sroce_pd *sroce_resp_pd(const struct sroce_qp *qp)
+{
+	return qp->xrc ? (qp->resp.xsrq ? qp->resp.xsrq->pd : NULL) : qp->pd;
+}
+
+/* Where receive WQEs come from, if not the QP's own RQ. */
+static struct sroce_srq *sroce_resp_srq(const struct sroce_qp *qp)
+{
+	return qp->xrc ? qp->resp.xsrq : qp->srq;
+}
+
+/* The CQ of receive completions (NULL: an XRC target between packets). */
+static struct sroce_cq *sroce_resp_cq(const struct sroce_qp *qp)
+{
+	return qp->xrc ? (qp->resp.xsrq ? qp->resp.xsrq->cq : NULL) : qp->rcq;
+}
+
+/*
  * An access by the peer of @qp through @rkey, which names a region or a
  * memory window (type 2B windows check the QP).
  */
 static int sroce_rkey_access(struct sroce_qp *qp, u32 rkey, int access,
 			     u64 va, u64 len, sroce_mr_page_fn fn, void *priv)
 {
-	return sroce_mr_access(qp->sdev, qp->pd, qp->ibqp.qp_num, rkey, access,
-			       va, len, fn, priv);
+	return sroce_mr_access(qp->sdev, sroce_resp_pd(qp), qp->ibqp.qp_num,
+			       rkey, access, va, len, fn, priv);
 }
 
 static int sroce_rkey_copy(struct sroce_qp *qp, u32 rkey, int access, u64 va,
 			   void *buf, u32 len, enum sroce_copy_dir dir)
 {
-	return sroce_mr_copy(qp->sdev, qp->pd, qp->ibqp.qp_num, rkey, access,
-			     va, buf, len, dir);
+	return sroce_mr_copy(qp->sdev, sroce_resp_pd(qp), qp->ibqp.qp_num,
+			     rkey, access, va, buf, len, dir);
+}
+
+/* The response opcode for RC opcode @rc_op on @qp's transport. */
+static u8 sroce_resp_opcode(const struct sroce_qp *qp, u8 rc_op)
+{
+	return rc_op | (u8)(sroce_qp_transport(qp) << 5);
 }
 
 #define SROCE_RESP_BUDGET	64
@@ -120,7 +154,7 @@ static int sroce_resp_send(struct sroce_qp *qp, const struct sroce_resp_pkt *p)
 static void sroce_send_ack(struct sroce_qp *qp, u32 psn, u8 syn)
 {
 	struct sroce_resp_pkt p = {
-		.opcode = SROCE_OP_RC_ACKNOWLEDGE,
+		.opcode = sroce_resp_opcode(qp, SROCE_OP_RC_ACKNOWLEDGE),
 		.psn = psn,
 		.syn = syn,
 	};
@@ -132,7 +166,7 @@ static void sroce_send_ack(struct sroce_qp *qp, u32 psn, u8 syn)
 static void sroce_send_atomic_ack(struct sroce_qp *qp, u32 psn, u64 orig)
 {
 	struct sroce_resp_pkt p = {
-		.opcode = SROCE_OP_RC_ATOMIC_ACKNOWLEDGE,
+		.opcode = sroce_resp_opcode(qp, SROCE_OP_RC_ATOMIC_ACKNOWLEDGE),
 		.psn = psn,
 		.syn = sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID),
 		.orig = orig,
@@ -153,18 +187,23 @@ static void sroce_send_nak(struct sroce_qp *qp, u32 psn, enum sroce_nak_code c)
 
 static u32 sroce_rwqe_max_sge(struct sroce_qp *qp)
 {
-	return qp->srq ? qp->srq->wq.max_sge : qp->rq.max_sge;
+	struct sroce_srq *srq = sroce_resp_srq(qp);
+
+	return srq ? srq->wq.max_sge : qp->rq.max_sge;
 }
 
 /* Take the next receive WQE into qp->resp.rwqe: 0, -ENOSPC (none), -EIO (broken). */
 static int sroce_rq_take(struct sroce_qp *qp)
 {
+	struct sroce_srq *srq = sroce_resp_srq(qp);
 	struct sroce_wq *rq = &qp->rq;
 	bool broken = false;
 	u32 prod;
 
-	if (qp->srq)
-		return sroce_srq_take(qp->srq, qp->resp.rwqe, qp->resp.rwqe_size);
+	if (srq)
+		return sroce_srq_take(srq, qp->resp.rwqe, qp->resp.rwqe_size);
+	if (!rq->hdr)
+		return -ENOSPC;	/* an XRC target between packets: never */
 
 	prod = sroce_wq_ring_prod(rq, rq->cons, &broken);
 	if (broken)
@@ -184,9 +223,11 @@ static int sroce_rq_take(struct sroce_qp *qp)
  */
 static void sroce_rq_broken_event(struct sroce_qp *qp)
 {
+	struct sroce_srq *srq = sroce_resp_srq(qp);
+
 	sroce_qp_dbg(qp, "receive ring broken by its producer\n");
-	if (qp->srq && !xchg(&qp->srq->broken, true))
-		sroce_srq_event(qp->srq, IB_EVENT_SRQ_ERR);
+	if (srq && !xchg(&srq->broken, true))
+		sroce_srq_event(srq, IB_EVENT_SRQ_ERR);
 	if (!qp->resp.failed)
 		sroce_qp_event(qp, IB_EVENT_QP_FATAL);
 }
@@ -199,16 +240,20 @@ static void sroce_rq_broken_event(struct sroce_qp *qp)
 static void sroce_rwqe_complete(struct sroce_qp *qp, struct ib_wc *wc,
 				bool solicited)
 {
+	struct sroce_cq *cq = sroce_resp_cq(qp);
+
 	wc->wr_id = qp->resp.rwqe->wr_id;
 	wc->qp = &qp->ibqp;
 	wc->port_num = SROCE_PORT;
-	sroce_cq_post(qp->rcq, wc, solicited);
+	if (cq)
+		sroce_cq_post(cq, wc, solicited);
 	qp->resp.rwqe_valid = false;
 }
 
 /* Complete the receive WQE @wr_id with IB_WC_WR_FLUSH_ERR. */
 static void sroce_recv_flush_cqe(struct sroce_qp *qp, u64 wr_id)
 {
+	struct sroce_cq *cq = sroce_resp_cq(qp);
 	struct ib_wc wc = {
 		.wr_id = wr_id,
 		.status = IB_WC_WR_FLUSH_ERR,
@@ -217,7 +262,8 @@ static void sroce_recv_flush_cqe(struct sroce_qp *qp, u64 wr_id)
 		.port_num = SROCE_PORT,
 	};
 
-	sroce_cq_post(qp->rcq, &wc, false);
+	if (cq)
+		sroce_cq_post(cq, &wc, false);
 }
 
 /* The immediate data of a request: ImmDt as it is on the wire. */
@@ -241,8 +287,20 @@ void sroce_rq_flush_locked(struct sroce_qp *qp)
 	u32 prod;
 
 	if (qp->resp.rwqe_valid) {
+		struct sroce_srq *xsrq = NULL;
+
+		/* XRC target: the WQE's SRQ, unless it is gone (and its CQ). */
+		if (qp->xrc && !qp->resp.xsrq) {
+			xsrq = sroce_xrc_srq_get(qp->sdev, qp->resp.xsrqn,
+						 qp->xrcd);
+			qp->resp.xsrq = xsrq;
+		}
 		sroce_recv_flush_cqe(qp, qp->resp.rwqe->wr_id);
 		qp->resp.rwqe_valid = false;
+		if (xsrq) {
+			qp->resp.xsrq = NULL;
+			sroce_srq_put(xsrq);
+		}
 	}
 	if (qp->srq || !rq->hdr)
 		return;
@@ -301,6 +359,7 @@ void sroce_resp_reset_locked(struct sroce_qp *qp)
 	qp->resp.err_pending = false;
 	qp->resp.epsn = 0;
 	qp->resp.msn = 0;
+	qp->resp.xsrqn = 0;
 	if (qp->resp.res)
 		memset(qp->resp.res, 0, SROCE_MAX_QP_RD_ATOM * sizeof(*qp->resp.res));
 	qp->resp.res_next = 0;
@@ -394,8 +453,9 @@ static int sroce_rwqe_place(struct sroce_qp *qp, u32 off, const u8 *data,
 			    u32 len)
 {
 	const struct sroce_recv_wqe *w = (const void *)qp->resp.rwqe;
+	struct sroce_srq *srq = sroce_resp_srq(qp);
 
-	return sroce_sge_copy(qp->sdev, qp->srq ? qp->srq->pd : qp->pd,
+	return sroce_sge_copy(qp->sdev, srq ? srq->pd : qp->pd,
 			      (const void *)(w + 1),
 			      min(w->num_sge, sroce_rwqe_max_sge(qp)), off,
 			      (u8 *)data, len, SROCE_COPY_TO_MR);
@@ -572,7 +632,7 @@ static bool sroce_read_job_run(struct sroce_qp *qp, unsigned int budget)
 		bool last = rj->psn == rj->last_psn;
 		enum sroce_pos pos = sroce_pos_from(rj->psn == rj->first_psn, last);
 		struct sroce_resp_pkt p = {
-			.opcode = sroce_opcode_find(SROCE_TRANSPORT_RC,
+			.opcode = sroce_opcode_find(sroce_qp_transport(qp),
 						    SROCE_KIND_READ_RESP, pos, 0),
 			.psn = rj->psn,
 			.syn = sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID),
@@ -624,6 +684,7 @@ static int sroce_read_start(struct sroce_qp *qp, u32 psn, u64 va, u32 rkey,
 		return SROCE_NAK_REMOTE_ACCESS_ERROR;
 	npkts = sroce_msg_npkts(len, qp->mtu);
 	rj->active = true;
+	rj->srqn = qp->resp.xsrq ? qp->resp.xsrq->srqn : 0;
 	rj->rkey = rkey;
 	rj->va = va;
 	rj->left = len;
@@ -680,12 +741,12 @@ static int sroce_atomic_chunk(void *priv, struct page *page,
 #define SROCE_ATOMIC_ODP_WAIT	-2
 
 static int sroce_atomic_exec(struct sroce_qp *qp, const struct sroce_atomiceth *a,
-			     u8 opcode, u64 *orig)
+			     const struct sroce_opcode_info *oi, u64 *orig)
 {
 	int err;
 
 	struct sroce_atomic_op op = {
-		.cmp_swap = opcode == SROCE_OP_RC_COMPARE_SWAP,
+		.cmp_swap = !(oi->flags & SROCE_OPF_FETCH_ADD),
 		.compare = a->compare,
 		.swap_add = a->swap_add,
 	};
@@ -802,8 +863,8 @@ static bool sroce_resp_send_op(struct sroce_qp *qp, const struct sroce_req_ctx *
 		 */
 		u32 rkey = sroce_ieth_rkey(c->ip + c->pkt->hdr_off[SROCE_HDR_IETH]);
 
-		if (sroce_mr_invalidate(qp->sdev, qp->pd, qp->ibqp.qp_num,
-					rkey)) {
+		if (sroce_mr_invalidate(qp->sdev, sroce_resp_pd(qp),
+					qp->ibqp.qp_num, rkey)) {
 			sroce_resp_error(qp, c->psn, oi,
 					 SROCE_NAK_INVALID_REQUEST,
 					 IB_WC_REM_INV_REQ_ERR);
@@ -999,7 +1060,7 @@ static void sroce_resp_atomic_op(struct sroce_qp *qp, const struct sroce_req_ctx
 	int nak;
 
 	sroce_atomiceth_decode(c->ip + c->pkt->hdr_off[SROCE_HDR_ATOMICETH], &a);
-	nak = sroce_atomic_exec(qp, &a, c->pkt->opcode, &val);
+	nak = sroce_atomic_exec(qp, &a, c->oi, &val);
 	if (nak == SROCE_ATOMIC_ODP_WAIT) {
 		sroce_resp_odp_wait(qp, c->psn, c->oi);
 		return;
@@ -1104,8 +1165,36 @@ static void sroce_resp_exec(struct sroce_qp *qp, const u8 *ip,
 			       sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID));
 }
 
-static void sroce_resp_process(struct sroce_qp *qp, struct sk_buff *skb,
-			       const struct sroce_pkt *pkt)
+/*
+ * XRC target, a new request at epsn: may it use the SRQ it names
+ * (qp->resp.xsrq, NULL if the domain has no such SRQ)? A message and the
+ * receive WQE taken for it stay with the SRQ they started with. If not, the
+ * request is invalid: the WQE held completes in error on its own SRQ's CQ
+ * and the QP goes to ERR. Return true to execute.
+ */
+static bool sroce_resp_xrc_check(struct sroce_qp *qp, const u8 *ip,
+				 const struct sroce_pkt *pkt, u32 psn)
+{
+	u32 srqn = sroce_xrceth_srqn(ip + pkt->hdr_off[SROCE_HDR_XRCETH]);
+	bool held = qp->resp.in_msg || qp->resp.rwqe_valid;
+
+	if (qp->resp.xsrq && (!held || srqn == qp->resp.xsrqn)) {
+		qp->resp.xsrqn = srqn;
+		return true;
+	}
+	sroce_qp_dbg(qp, "XRC request for SRQ %u (message on SRQ %u)\n",
+		     srqn, held ? qp->resp.xsrqn : 0);
+	if (qp->resp.xsrq)
+		sroce_srq_put(qp->resp.xsrq);
+	qp->resp.xsrq = held ? sroce_xrc_srq_get(qp->sdev, qp->resp.xsrqn,
+						 qp->xrcd) : NULL;
+	sroce_resp_fatal(qp, psn, SROCE_NAK_INVALID_REQUEST,
+			 IB_WC_REM_INV_REQ_ERR);
+	return false;
+}
+
+static void sroce_resp_process_one(struct sroce_qp *qp, struct sk_buff *skb,
+				   const struct sroce_pkt *pkt)
 {
 	const u8 *ip = skb_network_header(skb);
 	u32 psn = sroce_bth_psn(ip + pkt->bth_off);
@@ -1147,9 +1236,43 @@ static void sroce_resp_process(struct sroce_qp *qp, struct sk_buff *skb,
 		qp->resp.epsn = sroce_psn_inc(psn);
 		return;
 	}
+	if (qp->xrc && !sroce_resp_xrc_check(qp, ip, pkt, psn))
+		return;
 	qp->resp.nak_sent = false;
 	qp->resp.uc_drop = false;
 	sroce_resp_exec(qp, ip, pkt);
+}
+
+/*
+ * Look up the XRC SRQ @srqn of @qp's domain for what the responder does
+ * next (qp->resp.xsrq, NULL if there is none); sroce_resp_xrc_put() after.
+ */
+static void sroce_resp_xrc_get(struct sroce_qp *qp, u32 srqn)
+{
+	qp->resp.xsrq = sroce_xrc_srq_get(qp->sdev, srqn, qp->xrcd);
+}
+
+static void sroce_resp_xrc_put(struct sroce_qp *qp)
+{
+	if (qp->resp.xsrq) {
+		sroce_srq_put(qp->resp.xsrq);
+		qp->resp.xsrq = NULL;
+	}
+}
+
+/* Execute (or answer, or drop) one request. rq_lock held. */
+static void sroce_resp_process(struct sroce_qp *qp, struct sk_buff *skb,
+			       const struct sroce_pkt *pkt)
+{
+	const u8 *ip = skb_network_header(skb);
+
+	if (!qp->xrc) {
+		sroce_resp_process_one(qp, skb, pkt);
+		return;
+	}
+	sroce_resp_xrc_get(qp, sroce_xrceth_srqn(ip + pkt->hdr_off[SROCE_HDR_XRCETH]));
+	sroce_resp_process_one(qp, skb, pkt);
+	sroce_resp_xrc_put(qp);
 }
 
 /* Does the responder execute requests in this state? rq_lock held. */
@@ -1168,7 +1291,7 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	unsigned int drop = 0;
 
 	spin_lock_bh(&qp->rq_lock);
-	if (!sroce_resp_active(qp) ||
+	if (!sroce_resp_active(qp) || qp->xrc == SROCE_XRC_INI ||
 	    pkt->info->transport != sroce_qp_transport(qp))
 		drop = SROCE_CNT_RX_STALE;
 	else if (!sroce_rx_pkey_ok(ip + pkt->bth_off))
@@ -1215,9 +1338,16 @@ void sroce_resp_work(struct work_struct *work)
 			break;
 		}
 		if (qp->resp.read.active) {
-			if (!sroce_read_job_run(qp, SROCE_RESP_BUDGET) &&
-			    (qp->resp.read.stalled || qp->resp.read.tx_wait ||
-			     qp->resp.read.paced))
+			bool done;
+
+			/* XRC: the keys are the PD's of the READ's SRQ. */
+			if (qp->xrc)
+				sroce_resp_xrc_get(qp, qp->resp.read.srqn);
+			done = sroce_read_job_run(qp, SROCE_RESP_BUDGET);
+			sroce_resp_xrc_put(qp);
+			if (!done && (qp->resp.read.stalled ||
+				      qp->resp.read.tx_wait ||
+				      qp->resp.read.paced))
 				break;
 			continue;	/* the job may also have ended in error */
 		}

@@ -251,6 +251,9 @@ struct sroce_dev {
 	u32			qp_next;	/* cyclic QPN allocation */
 	atomic_t		num_qp;
 	atomic_t		num_srq;
+	/* XRC SRQs by SRQ number (RCU readers, see srq.c). */
+	struct xarray		srq_xa;
+	u32			srq_next;
 	struct xarray		ah_xa;		/* user AHs by ah_num */
 	u32			ah_next;
 
@@ -265,6 +268,10 @@ struct sroce_dev {
 
 struct sroce_ucontext {
 	struct ib_ucontext	ibuc;
+};
+
+struct sroce_xrcd {
+	struct ib_xrcd		ibxrcd;
 };
 
 struct sroce_pd {
@@ -477,6 +484,13 @@ struct sroce_wq {
 	spinlock_t		post_lock;	/* kernel queues: producers */
 };
 
+/*
+ * A shared receive queue. An XRC SRQ also has a number (srqn) that XRC
+ * requests name in their XRCETH, its XRC domain and the CQ its receives
+ * complete on; the receive path finds it by number in sdev->srq_xa under
+ * RCU and holds a reference (ref) while it executes one packet. destroy
+ * unpublishes the number and waits on done for the last reference.
+ */
 struct sroce_srq {
 	struct ib_srq		ibsrq;
 	struct sroce_pd		*pd;
@@ -485,6 +499,12 @@ struct sroce_srq {
 	u32			limit;		/* 0: not armed */
 	bool			dead;
 	bool			broken;		/* SRQ_ERR raised */
+	/* XRC SRQs */
+	u32			srqn;
+	struct ib_xrcd		*xrcd;
+	struct sroce_cq		*cq;
+	refcount_t		ref;
+	struct completion	done;
 };
 
 /*
@@ -540,6 +560,7 @@ struct sroce_rd_res {
  */
 struct sroce_read_job {
 	bool			active;
+	u32			srqn;		/* XRC target: the request's SRQ */
 	bool			stalled;	/* transmit queue was full */
 	bool			tx_wait;	/* at the in-flight limit */
 	bool			paced;		/* the rate limiter's timer kicks us */
@@ -639,6 +660,14 @@ struct sroce_resp_info {
 	u32			recv_off;	/* bytes placed into it */
 	struct sroce_recv_wqe	*rwqe;		/* copy of the receive WQE + SGEs */
 	u32			rwqe_size;
+	/*
+	 * XRC target: the SRQ the packet being executed names (a reference,
+	 * NULL between packets), and the SRQ number of the message in
+	 * progress or of the receive WQE held: every packet of a message
+	 * must name the same SRQ.
+	 */
+	struct sroce_srq	*xsrq;
+	u32			xsrqn;
 	struct sroce_write_target write;
 	/* READ and atomic */
 	struct sroce_rd_res	*res;		/* max_dest_rd_atomic entries */
@@ -658,7 +687,10 @@ struct sroce_qp {
 	struct sroce_srq	*srq;
 	bool			is_user;
 	bool			is_gsi;		/* QP1 */
-	enum ib_qp_type		type;		/* RC, UC or UD (also for GSI) */
+	/* RC, UC or UD: the transport rules (GSI is UD, XRC INI/TGT are RC) */
+	enum ib_qp_type		type;
+	u8			xrc;		/* SROCE_XRC_* */
+	struct ib_xrcd		*xrcd;		/* XRC target: its domain */
 	bool			sq_sig_all;
 	struct mutex		mod_lock;	/* modify_qp / query_qp */
 	u32			num_mcast;	/* groups attached, mcg_lock */
@@ -724,6 +756,19 @@ struct sroce_qp {
 	struct sroce_resp_info	resp;
 };
 
+/*
+ * XRC QPs follow RC's rules (qp->type is IB_QPT_RC) with XRC opcodes. An
+ * initiator (INI) is a send queue only: its requests carry the target SRQ
+ * number of each WQE. A target (TGT) has no queues of its own: a request
+ * names an XRC SRQ of its domain, which gives the receive WQE, the PD for
+ * key checks and the CQ of the completion.
+ */
+enum {
+	SROCE_XRC_NONE = 0,
+	SROCE_XRC_INI,
+	SROCE_XRC_TGT,
+};
+
 /* A vmalloc_user() area offered to user space through mmap. */
 struct sroce_mmap_entry {
 	struct rdma_user_mmap_entry rdma;
@@ -781,6 +826,8 @@ static inline struct sroce_cq *to_scq(struct ib_cq *ibcq)
 /* The wire transport of a QP (GSI is UD). */
 static inline enum sroce_transport sroce_qp_transport(const struct sroce_qp *qp)
 {
+	if (qp->xrc)
+		return SROCE_TRANSPORT_XRC;
 	switch (qp->type) {
 	case IB_QPT_RC:
 		return SROCE_TRANSPORT_RC;
@@ -955,6 +1002,13 @@ bool sroce_ah_lookup(struct sroce_dev *sdev, struct sroce_pd *pd, u32 ah_num,
 		     struct sroce_av *av);
 
 /* srq.c */
+void sroce_srq_init_dev(struct sroce_dev *sdev);
+void sroce_srq_fini_dev(struct sroce_dev *sdev);
+int sroce_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
+int sroce_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
+struct sroce_srq *sroce_xrc_srq_get(struct sroce_dev *sdev, u32 srqn,
+				    const struct ib_xrcd *xrcd);
+void sroce_srq_put(struct sroce_srq *srq);
 int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		     struct ib_udata *udata);
 int sroce_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,

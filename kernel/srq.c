@@ -9,6 +9,11 @@
  * modify_srq with IB_SRQ_LIMIT arms it again. Resizing (IB_SRQ_MAX_WR)
  * moves the SRQ to a new ring with the posted WQEs. Kernel SRQs have the
  * same ring in kernel memory, written by post_srq_recv.
+ *
+ * XRC: an XRC SRQ is the same ring with a number, a domain and a CQ. XRC
+ * requests name it in their XRCETH; the receive path of an XRC target QP
+ * finds it by number (sroce_xrc_srq_get()) and uses it for one packet.
+ * An XRC domain holds nothing of its own: ib_core keeps its QPs and users.
  */
 
 #include <linux/log2.h>
@@ -19,6 +24,62 @@
 #include "sroce.h"
 
 static_assert(sizeof(struct sroce_create_srq_resp) == 32);
+
+/* XRC SRQ numbers: 24 bits, like QPNs; 0 is never used. */
+#define SROCE_SRQN_MIN		1
+
+void sroce_srq_init_dev(struct sroce_dev *sdev)
+{
+	xa_init_flags(&sdev->srq_xa, XA_FLAGS_ALLOC);
+	atomic_set(&sdev->num_srq, 0);
+	sdev->srq_next = SROCE_SRQN_MIN;
+}
+
+void sroce_srq_fini_dev(struct sroce_dev *sdev)
+{
+	WARN_ON(!xa_empty(&sdev->srq_xa));
+	xa_destroy(&sdev->srq_xa);
+}
+
+int sroce_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
+{
+	return 0;
+}
+
+int sroce_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
+{
+	return 0;
+}
+
+/**
+ * sroce_xrc_srq_get - find an XRC SRQ by number for a request
+ * @sdev: the device
+ * @srqn: the number the request's XRCETH carries
+ * @xrcd: the XRC domain of the target QP the request arrived on
+ *
+ * Callable from softirq. Release with sroce_srq_put().
+ *
+ * Return: the SRQ with a reference, or NULL if there is no XRC SRQ @srqn
+ * in domain @xrcd.
+ */
+struct sroce_srq *sroce_xrc_srq_get(struct sroce_dev *sdev, u32 srqn,
+				    const struct ib_xrcd *xrcd)
+{
+	struct sroce_srq *srq;
+
+	rcu_read_lock();
+	srq = xa_load(&sdev->srq_xa, srqn);
+	if (srq && (srq->xrcd != xrcd || !refcount_inc_not_zero(&srq->ref)))
+		srq = NULL;
+	rcu_read_unlock();
+	return srq;
+}
+
+void sroce_srq_put(struct sroce_srq *srq)
+{
+	if (refcount_dec_and_test(&srq->ref))
+		complete(&srq->done);
+}
 
 int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		     struct ib_udata *udata)
@@ -34,8 +95,11 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 
 	if (udata && udata->outlen < sizeof(resp))
 		return -EINVAL;
-	if (init->srq_type != IB_SRQT_BASIC)
+	if (init->srq_type != IB_SRQT_BASIC && init->srq_type != IB_SRQT_XRC)
 		return -EOPNOTSUPP;
+	if (init->srq_type == IB_SRQT_XRC &&
+	    (!init->ext.xrc.xrcd || !init->ext.cq))
+		return -EINVAL;
 	if (!attr->max_wr || attr->max_wr > SROCE_MAX_SRQ_WR ||
 	    attr->max_sge > SROCE_MAX_SRQ_SGE)
 		return -EINVAL;
@@ -53,6 +117,8 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	srq->pd = to_spd(ibsrq->pd);
 	spin_lock_init(&srq->lock);
 	srq->limit = attr->srq_limit;
+	refcount_set(&srq->ref, 1);
+	init_completion(&srq->done);
 
 	err = sroce_wq_alloc(ibuc, wq, entries,
 			     sroce_srq_wqe_size(attr->max_sge));
@@ -63,19 +129,35 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 
 	attr->max_wr = entries;
 	attr->max_sge = wq->max_sge;
-	if (!udata)
-		return 0;
 
-	resp.mmap_offset = sroce_mmap_offset(wq->mentry);
-	resp.mmap_size = wq->mentry->size;
-	resp.entries = entries;
-	resp.wqe_size = wq->wqe_size;
-	resp.srqn = 0;
-	err = ib_copy_to_udata(udata, &resp, sizeof(resp));
-	if (err)
-		goto err_ring;
+	if (init->srq_type == IB_SRQT_XRC) {
+		/* Reserved now, found by requests once complete. */
+		err = xa_alloc_cyclic(&sdev->srq_xa, &srq->srqn, NULL,
+				      XA_LIMIT(SROCE_SRQN_MIN, SROCE_QPN_MASK),
+				      &sdev->srq_next, GFP_KERNEL);
+		if (err < 0)
+			goto err_ring;
+		srq->xrcd = init->ext.xrc.xrcd;
+		srq->cq = to_scq(init->ext.cq);
+		ibsrq->ext.xrc.srq_num = srq->srqn;
+	}
+	if (udata) {
+		resp.mmap_offset = sroce_mmap_offset(wq->mentry);
+		resp.mmap_size = wq->mentry->size;
+		resp.entries = entries;
+		resp.wqe_size = wq->wqe_size;
+		resp.srqn = srq->srqn;
+		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		if (err)
+			goto err_srqn;
+	}
+	if (srq->srqn)
+		xa_store(&sdev->srq_xa, srq->srqn, srq, GFP_KERNEL);
 	return 0;
 
+err_srqn:
+	if (srq->srqn)
+		xa_erase(&sdev->srq_xa, srq->srqn);
 err_ring:
 	sroce_wq_free(wq);
 err_count:
@@ -215,7 +297,17 @@ int sroce_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 {
 	struct sroce_srq *srq = to_ssrq(ibsrq);
 
-	/* ib_core destroys the QPs on an SRQ first. */
+	/*
+	 * ib_core destroys the QPs on an SRQ first. XRC target QPs may live
+	 * on: no new request finds the SRQ, and those that found it before
+	 * drop their reference when their packet is done.
+	 */
+	if (srq->srqn) {
+		xa_erase(&to_sdev(ibsrq->device)->srq_xa, srq->srqn);
+		synchronize_rcu();
+	}
+	sroce_srq_put(srq);
+	wait_for_completion(&srq->done);
 	sroce_wq_free(&srq->wq);
 	atomic_dec(&to_sdev(ibsrq->device)->num_srq);
 	return 0;

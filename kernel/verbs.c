@@ -63,8 +63,9 @@ static int sroce_query_device(struct ib_device *ibdev,
 	attr->max_qp = SROCE_MAX_QP;
 	attr->max_qp_wr = SROCE_MAX_QP_WR;
 	/*
-	 * RNR NAKs, SRQ resize (modify_srq with IB_SRQ_MAX_WR), memory windows
-	 * of type 1 and 2B (user space; mw.c), and for kernel consumers fast
+	 * RNR NAKs, SRQ resize (modify_srq with IB_SRQ_MAX_WR), XRC (srq.c,
+	 * resp.c), memory windows of type 1 and 2B (user space; mw.c), and
+	 * for kernel consumers fast
 	 * registration (alloc_mr, map_mr_sg, REG_MR, LOCAL_INV, remote
 	 * invalidation). No IB_DEVICE_LOCAL_DMA_LKEY: kernel PDs get
 	 * their local_dma_lkey from get_dma_mr.
@@ -74,7 +75,8 @@ static int sroce_query_device(struct ib_device *ibdev,
 				 IB_DEVICE_SRQ_RESIZE |
 				 IB_DEVICE_MEM_WINDOW |
 				 IB_DEVICE_MEM_WINDOW_TYPE_2B |
-				 IB_DEVICE_MEM_MGT_EXTENSIONS;
+				 IB_DEVICE_MEM_MGT_EXTENSIONS |
+				 IB_DEVICE_XRC;
 	/*
 	 * ib_core clears the attributes before asking for them at
 	 * registration, so the flag that lets "rdma link del" remove the
@@ -83,7 +85,8 @@ static int sroce_query_device(struct ib_device *ibdev,
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG | IBK_ON_DEMAND_PAGING;
 	/*
 	 * On-demand paging (odp.c), implicit regions included. RC takes a page
-	 * fault anywhere (the responder answers with an RNR NAK meanwhile);
+	 * fault anywhere (the responder answers with an RNR NAK meanwhile), and
+	 * so does XRC;
 	 * UC and UD only on the sending side, since a fault on their receiving
 	 * side loses the message.
 	 */
@@ -92,6 +95,8 @@ static int sroce_query_device(struct ib_device *ibdev,
 		IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
 		IB_ODP_SUPPORT_WRITE | IB_ODP_SUPPORT_READ |
 		IB_ODP_SUPPORT_ATOMIC | IB_ODP_SUPPORT_SRQ_RECV;
+	attr->odp_caps.per_transport_caps.xrc_odp_caps =
+		attr->odp_caps.per_transport_caps.rc_odp_caps;
 	attr->odp_caps.per_transport_caps.uc_odp_caps = IB_ODP_SUPPORT_SEND;
 	attr->odp_caps.per_transport_caps.ud_odp_caps = IB_ODP_SUPPORT_SEND;
 	attr->max_send_sge = SROCE_MAX_SGE;
@@ -290,6 +295,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.alloc_mw = sroce_alloc_mw,
 	.alloc_pd = sroce_alloc_pd,
 	.alloc_ucontext = sroce_alloc_ucontext,
+	.alloc_xrcd = sroce_alloc_xrcd,
 	.attach_mcast = sroce_attach_mcast,
 	.create_ah = sroce_create_ah,
 	.create_cq = SROCE_CREATE_CQ_OP,
@@ -300,6 +306,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.dealloc_mw = sroce_dealloc_mw,
 	.dealloc_pd = sroce_dealloc_pd,
 	.dealloc_ucontext = sroce_dealloc_ucontext,
+	.dealloc_xrcd = sroce_dealloc_xrcd,
 	.dereg_mr = sroce_dereg_mr,
 	.detach_mcast = sroce_detach_mcast,
 	.destroy_ah = sroce_destroy_ah,
@@ -340,6 +347,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_qp, sroce_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, sroce_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, sroce_ucontext, ibuc),
+	INIT_RDMA_OBJ_SIZE(ib_xrcd, sroce_xrcd, ibxrcd),
 };
 
 /* Modified EUI-64 from a MAC: flip the universal/local bit, insert ff:fe. */

@@ -186,6 +186,11 @@ struct sroce_sge {
  * posts the same WQE with SROCE_BIND_TYPE_1 in wr.bind.flags; a type 2
  * window is bound only without it. new_rkey differs from the current rkey
  * in its low 8 bits at most.
+ *
+ * XRC (an XRC_SEND QP, IBV_QPT_XRC_SEND): xrc_srqn is the number of the XRC
+ * SRQ at the target the message is for (ibv_send_wr's
+ * qp_type.xrc.remote_srqn, ibv_wr_set_xrc_srqn()); 24 bits. Other QP types
+ * leave it 0.
  */
 struct sroce_send_wqe {
 	__aligned_u64 wr_id;
@@ -194,7 +199,7 @@ struct sroce_send_wqe {
 	__u32 num_sge;
 	__u32 inline_len;
 	__u32 imm_data;			/* or invalidate_rkey */
-	__u32 reserved;
+	__u32 xrc_srqn;			/* XRC_SEND QPs: the target SRQ */
 	union {
 		struct {
 			__aligned_u64 remote_addr;
