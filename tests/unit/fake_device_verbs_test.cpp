@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-// QPs, SRQs, AHs and extended CQs through Debian's real libibverbs and the
+// QPs, SRQs, AHs, extended CQs and XRC through Debian's real libibverbs and the
 // provider, against the fake sroce device (fake_uverbs.cpp). Run by
 // provider_fake_device_test.sh with the fake sysfs tree and LD_PRELOAD set;
 // the fake's command log (SROCE_FAKE_UVERBS_LOG) shows which commands
@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -446,6 +447,193 @@ TEST_F(FakeDevice, ExtendedQpAndCq)
 	errno = 0;
 	EXPECT_EQ(ibv_create_cq_ex(ctx, &ca), nullptr);
 	EXPECT_EQ(errno, EOPNOTSUPP);
+}
+
+/*
+ * XRC through libibverbs: a domain, an XRC SRQ (CREATE_XSRQ), a basic SRQ
+ * from create_srq_ex, an XRC_RECV QP (no driver data, no rings) and a
+ * second handle on it (OPEN_QP), and an XRC_SEND QP whose WQEs carry the
+ * SRQ number (the fake fails those naming no XRC SRQ).
+ */
+TEST_F(FakeDevice, XrcDomainSrqAndQps)
+{
+	struct ibv_xrcd_init_attr xa = {};
+	xa.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+	xa.fd = -1;
+	xa.oflags = O_CREAT;
+	struct ibv_xrcd *xrcd = ibv_open_xrcd(ctx, &xa);
+	ASSERT_NE(xrcd, nullptr) << errno;
+	EXPECT_EQ(xrcd->context, ctx);
+	/* OPEN_XRCD: 8 + 16 in, 4 out; no driver data either way. */
+	EXPECT_TRUE(logged("cmd=37 in=24 out=4"));
+
+	struct ibv_srq_init_attr_ex sa = {};
+	sa.attr.max_wr = 5;
+	sa.attr.max_sge = 1;
+	sa.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+		       IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+	sa.srq_type = IBV_SRQT_XRC;
+	sa.pd = pd;
+	sa.xrcd = xrcd;
+	sa.cq = cq;
+	struct ibv_srq *srq = ibv_create_srq_ex(ctx, &sa);
+	ASSERT_NE(srq, nullptr) << errno;
+	EXPECT_EQ(sa.attr.max_wr, 8u);
+	/* CREATE_XSRQ: 8 + 48 in, 16 core + 32 driver bytes out. */
+	EXPECT_TRUE(logged("cmd=39 in=56 out=48"));
+	uint32_t srqn = 0;
+	ASSERT_EQ(ibv_get_srq_num(srq, &srqn), 0);
+	EXPECT_GE(srqn, 0x200u);
+	struct ibv_sge sge = {.addr = reinterpret_cast<uintptr_t>(buf.data()),
+			      .length = 16, .lkey = 1};
+	struct ibv_recv_wr rwr = {};
+	rwr.sg_list = &sge;
+	rwr.num_sge = 1;
+	struct ibv_recv_wr *rbad = nullptr;
+	EXPECT_EQ(ibv_post_srq_recv(srq, &rwr, &rbad), 0);
+	EXPECT_EQ(ibv_close_xrcd(xrcd), EBUSY);	/* the SRQ is in it */
+
+	/* A basic SRQ the long way (the CQ bit keeps it off create_srq). */
+	struct ibv_srq_init_attr_ex ba = {};
+	ba.attr.max_wr = 4;
+	ba.attr.max_sge = 1;
+	ba.comp_mask = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_CQ;
+	ba.pd = pd;
+	ba.cq = cq;
+	struct ibv_srq *bsrq = ibv_create_srq_ex(ctx, &ba);
+	ASSERT_NE(bsrq, nullptr) << errno;
+	uint32_t n = 0;
+	EXPECT_EQ(ibv_get_srq_num(bsrq, &n), EOPNOTSUPP);
+	EXPECT_EQ(ibv_post_srq_recv(bsrq, &rwr, &rbad), 0);
+	EXPECT_EQ(ibv_destroy_srq(bsrq), 0);
+	ba.comp_mask |= IBV_SRQ_INIT_ATTR_TYPE;
+	ba.srq_type = IBV_SRQT_TM;
+	errno = 0;
+	EXPECT_EQ(ibv_create_srq_ex(ctx, &ba), nullptr);
+	EXPECT_EQ(errno, EOPNOTSUPP);
+
+	/* XRC_RECV: kernel-owned; no CQs, no PD, no queue, no capabilities. */
+	struct ibv_qp_init_attr_ex ra = {};
+	ra.qp_type = IBV_QPT_XRC_RECV;
+	ra.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+	ra.xrcd = xrcd;
+	ra.cap.max_recv_wr = 10;
+	const size_t before_tgt = log_lines().size();
+	struct ibv_qp *rqp = ibv_create_qp_ex(ctx, &ra);
+	ASSERT_NE(rqp, nullptr) << errno;
+	EXPECT_EQ(count_cmd(log_lines(), IB_USER_VERBS_CMD_CREATE_QP, before_tgt), 1);
+	EXPECT_EQ(ra.cap.max_send_wr, 0u);
+	EXPECT_EQ(ra.cap.max_recv_wr, 0u);
+	EXPECT_EQ(rqp->pd, nullptr);
+	EXPECT_EQ(rqp->send_cq, nullptr);
+	EXPECT_EQ(rqp->recv_cq, nullptr);
+	EXPECT_EQ(ibv_qp_to_qp_ex(rqp), nullptr);
+	to_rts(rqp);
+	struct ibv_send_wr swr = {};
+	swr.sg_list = &sge;
+	swr.num_sge = 1;
+	swr.opcode = IBV_WR_SEND;
+	swr.send_flags = IBV_SEND_SIGNALED;
+	struct ibv_send_wr *bad = nullptr;
+	EXPECT_EQ(ibv_post_send(rqp, &swr, &bad), EINVAL);
+	EXPECT_EQ(ibv_post_recv(rqp, &rwr, &rbad), EINVAL);
+	struct ibv_qp_attr reset = {};
+	reset.qp_state = IBV_QPS_RESET;
+
+	/*
+	 * The way librdmacm asks (PD, CQs, and the XRC SRQ as the ID's SRQ):
+	 * what the type does not use is ignored, and the PD is kept in the
+	 * ibv_qp (librdmacm takes the ID's PD from it).
+	 */
+	struct ibv_qp_init_attr_ex la = ra;
+	la.comp_mask |= IBV_QP_INIT_ATTR_PD;
+	la.pd = pd;
+	la.send_cq = la.recv_cq = cq;
+	la.srq = srq;
+	struct ibv_qp *lqp = ibv_create_qp_ex(ctx, &la);
+	ASSERT_NE(lqp, nullptr) << errno;
+	EXPECT_EQ(lqp->pd, pd);
+	to_rts(lqp);
+	EXPECT_EQ(ibv_modify_qp(lqp, &reset, IBV_QP_STATE), 0);
+	EXPECT_EQ(ibv_destroy_qp(lqp), 0);
+
+	/* Another handle on it, by number. */
+	struct ibv_qp_open_attr oa = {};
+	oa.comp_mask = IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_NUM |
+		       IBV_QP_OPEN_ATTR_TYPE;
+	oa.xrcd = xrcd;
+	oa.qp_num = rqp->qp_num;
+	oa.qp_type = IBV_QPT_XRC_RECV;
+	struct ibv_qp *oqp = ibv_open_qp(ctx, &oa);
+	ASSERT_NE(oqp, nullptr) << errno;
+	/* OPEN_QP: 8 + 32 in, the 32-byte create_qp answer out. */
+	EXPECT_TRUE(logged("cmd=40 in=40 out=32"));
+	EXPECT_EQ(oqp->qp_num, rqp->qp_num);
+	EXPECT_EQ(oqp->qp_type, IBV_QPT_XRC_RECV);
+	EXPECT_EQ(oqp->state, IBV_QPS_UNKNOWN);
+	EXPECT_EQ(ibv_post_send(oqp, &swr, &bad), EINVAL);
+	EXPECT_EQ(ibv_post_recv(oqp, &rwr, &rbad), EINVAL);
+	/* Back to RESET: no CQ to clean. */
+	EXPECT_EQ(ibv_modify_qp(oqp, &reset, IBV_QP_STATE), 0);
+	EXPECT_EQ(ibv_modify_qp(rqp, &reset, IBV_QP_STATE), 0);
+	EXPECT_EQ(ibv_destroy_qp(oqp), 0);
+	oa.qp_num = rqp->qp_num + 1000;
+	EXPECT_EQ(ibv_open_qp(ctx, &oa), nullptr);
+
+	/* XRC_SEND, asked for the way pyverbs does: a receive CQ it ignores. */
+	struct ibv_qp_init_attr_ex qa = {};
+	qa.qp_type = IBV_QPT_XRC_SEND;
+	qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	qa.pd = pd;
+	qa.send_cq = qa.recv_cq = cq;
+	qa.cap.max_send_wr = 4;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_wr = 4;
+	qa.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_READ;
+	struct ibv_qp *sqp = ibv_create_qp_ex(ctx, &qa);
+	ASSERT_NE(sqp, nullptr) << errno;
+	EXPECT_EQ(qa.cap.max_send_wr, 4u);
+	EXPECT_EQ(qa.cap.max_recv_wr, 0u);
+	EXPECT_EQ(sqp->send_cq, cq);
+	struct ibv_qp_ex *qpx = ibv_qp_to_qp_ex(sqp);
+	ASSERT_NE(qpx, nullptr);
+	to_rts(sqp);
+	EXPECT_EQ(ibv_post_recv(sqp, &rwr, &rbad), EINVAL);
+
+	/* The fake completes WQEs naming a live XRC SRQ, fails the others. */
+	struct ibv_send_wr two[2] = {swr, swr};
+	two[0].wr_id = 1;
+	two[0].qp_type.xrc.remote_srqn = srqn;
+	two[0].next = &two[1];
+	two[1].wr_id = 2;
+	two[1].qp_type.xrc.remote_srqn = srqn + 1;
+	ASSERT_EQ(ibv_post_send(sqp, two, &bad), 0);
+	const auto wc = poll(2);
+	ASSERT_EQ(wc.size(), 2u);
+	EXPECT_EQ(wc[0].wr_id, 1u);
+	EXPECT_EQ(wc[0].status, IBV_WC_SUCCESS);
+	EXPECT_EQ(wc[0].qp_num, sqp->qp_num);
+	EXPECT_EQ(wc[1].wr_id, 2u);
+	EXPECT_EQ(wc[1].status, IBV_WC_REM_INV_REQ_ERR);
+
+	ibv_wr_start(qpx);
+	qpx->wr_id = 3;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(qpx);
+	ibv_wr_set_xrc_srqn(qpx, srqn);
+	ibv_wr_set_sge(qpx, 1, reinterpret_cast<uintptr_t>(buf.data()), 10);
+	ASSERT_EQ(ibv_wr_complete(qpx), 0);
+	const auto wc2 = poll(1);
+	ASSERT_EQ(wc2.size(), 1u);
+	EXPECT_EQ(wc2[0].wr_id, 3u);
+	EXPECT_EQ(wc2[0].status, IBV_WC_SUCCESS);
+	EXPECT_EQ(ibv_modify_qp(sqp, &reset, IBV_QP_STATE), 0);
+
+	EXPECT_EQ(ibv_destroy_qp(sqp), 0);
+	EXPECT_EQ(ibv_destroy_qp(rqp), 0);
+	EXPECT_EQ(ibv_destroy_srq(srq), 0);
+	EXPECT_EQ(ibv_close_xrcd(xrcd), 0);
+	EXPECT_TRUE(logged("cmd=38 in=12 out=0"));
 }
 
 } // namespace

@@ -15,6 +15,10 @@
  *    writes. A POST_SEND doorbell runs a toy send engine: every WQE between
  *    the SQ consumer and producer completes at once (successfully if it is
  *    well formed) into the send CQ, and sq_idle stays 1.
+ *  - XRC: domains; XRC SRQs (CREATE_XSRQ), numbered like basic ones;
+ *    XRC_SEND QPs (no RQ), whose WQEs must name a live XRC SRQ (and every
+ *    other QP's must name none); XRC_RECV QPs, created without driver data
+ *    or rings, and opened (OPEN_QP) by number.
  *
  * Environment:
  *   SROCE_FAKE_UVERBS_LOG   append "cmd=<n> in=<bytes> out=<bytes>" per command
@@ -161,9 +165,13 @@ struct Cq {
 	Region ring;
 };
 
+/* ib_qp_type values of the XRC QPs */
+constexpr uint32_t kQptXrcIni = 9, kQptXrcTgt = 10;
+
 struct Qp {
 	bool used = false;
 	uint32_t qp_type = 0, qpn = 0, send_cq = 0, srq = 0;
+	uint32_t xrcd = 0;		/* XRC_RECV: its domain */
 	bool sig_all = false;
 	uint8_t state = 0;
 	ib_uverbs_create_qp_resp caps = {};
@@ -175,12 +183,18 @@ struct Qp {
 struct Srq {
 	bool used = false;
 	uint32_t max_wr = 0, max_sge = 0, limit = 0;
+	uint32_t srqn = 0, xrcd = 0;	/* xrcd: XRC SRQs only */
 	Region ring;
+};
+
+struct Xrcd {
+	bool used = false;
 };
 
 Cq cqs[kMaxObj];
 Qp qps[kMaxObj];
 Srq srqs[kMaxObj];
+Xrcd xrcds[kMaxObj];
 bool ahs[kMaxObj];
 
 template <typename T>
@@ -221,6 +235,15 @@ void init_wq_hdr(Region &r, bool sq)
 {
 	auto *h = static_cast<sroce_wq_hdr *>(r.view);
 	h->sq_idle = sq && !std::getenv("SROCE_FAKE_UVERBS_BUSY") ? 1 : 0;
+}
+
+/* Is srqn the number of a live XRC SRQ? */
+bool xrc_srq_exists(uint32_t srqn)
+{
+	for (const Srq &s : srqs)
+		if (s.used && s.xrcd && s.srqn == srqn)
+			return true;
+	return false;
 }
 
 /* Completes everything the provider published on qp's SQ into its send CQ. */
@@ -277,6 +300,9 @@ void run_send_engine(Qp &q)
 				wc.byte_len += s.length;
 			}
 		}
+		/* XRC_SEND: a live XRC SRQ at "the target"; others: none. */
+		if (q.qp_type == kQptXrcIni ? !xrc_srq_exists(w.xrc_srqn) : w.xrc_srqn != 0)
+			wc.status = 9;		/* IBV_WC_REM_INV_REQ_ERR */
 		/* UD: the AH must be one of ours (ah_num = handle + 100). */
 		if (q.qp_type == 4 /* IB_QPT_UD */) {
 			const uint32_t ah = w.wr.ud.ah_num - 100;
@@ -328,6 +354,21 @@ int answer_no_response(const ib_uverbs_cmd_hdr *h, const void *buf, size_t len)
 			q->state = r.qp_state;
 		return 0;
 	}
+	case IB_USER_VERBS_CMD_CLOSE_XRCD: {
+		if (len != sizeof(*h) + sizeof(ib_uverbs_close_xrcd))
+			return EINVAL;
+		const auto r = request<ib_uverbs_close_xrcd>(buf, len);
+		if (!lookup(xrcds, r.xrcd_handle))
+			return EINVAL;
+		for (const Srq &q : srqs)
+			if (q.used && q.xrcd == r.xrcd_handle)
+				return EBUSY;
+		for (const Qp &q : qps)
+			if (q.used && q.xrcd == r.xrcd_handle)
+				return EBUSY;
+		xrcds[r.xrcd_handle - 1] = Xrcd{};
+		return 0;
+	}
 	case IB_USER_VERBS_CMD_MODIFY_SRQ: {
 		/* driver data: sroce_modify_srq_cmd, or none */
 		if (len != sizeof(*h) + sizeof(ib_uverbs_modify_srq) &&
@@ -365,25 +406,54 @@ int answer_post_send(const void *buf, size_t len)
 	return 0;
 }
 
-int answer_create_qp(const void *buf, size_t len, void *resp, size_t out)
+/*
+ * XRC_RECV (XRC_TGT): owned by the kernel, in the XRC domain pd_handle
+ * names; no CQs, no rings, and no driver data in the answer.
+ */
+int answer_create_xrc_tgt(const ib_uverbs_create_qp &r, void *resp, size_t out)
 {
-	const auto r = request<ib_uverbs_create_qp>(buf, len);
 	const int i = alloc_slot(qps);
 	if (i < 0)
 		return ENOMEM;
-	if (r.qp_type != 2 && r.qp_type != 3 && r.qp_type != 4)	/* RC UC UD */
+	/* libibverbs sends no CQ; an SRQ is ignored, as by uverbs */
+	if (!lookup(xrcds, r.pd_handle) || r.send_cq_handle || r.recv_cq_handle)
+		return EINVAL;
+	Qp &q = qps[i];
+	q = Qp{};
+	q.qp_type = r.qp_type;
+	q.qpn = 0x100 + static_cast<uint32_t>(i);
+	q.xrcd = r.pd_handle;
+	q.used = true;
+	q.caps.qp_handle = static_cast<uint32_t>(i) + 1;
+	q.caps.qpn = q.qpn;
+	put(resp, out, 0, q.caps);
+	return 0;
+}
+
+int answer_create_qp(const void *buf, size_t len, void *resp, size_t out)
+{
+	const auto r = request<ib_uverbs_create_qp>(buf, len);
+	if (r.qp_type == kQptXrcTgt)
+		return answer_create_xrc_tgt(r, resp, out);
+	const int i = alloc_slot(qps);
+	if (i < 0)
+		return ENOMEM;
+	/* RC UC UD XRC_INI */
+	if (r.qp_type != 2 && r.qp_type != 3 && r.qp_type != 4 && r.qp_type != kQptXrcIni)
 		return EOPNOTSUPP;
+	/* XRC_INI: no receive side, whatever the request says (as in uverbs) */
+	const bool xrc = r.qp_type == kQptXrcIni;
 	if (r.max_send_wr > 4096 || r.max_recv_wr > 4096 || r.max_send_sge > 32 ||
 	    r.max_recv_sge > 32 || r.max_inline_data > SROCE_MAX_INLINE_DATA ||
-	    !lookup(cqs, r.send_cq_handle) || !lookup(cqs, r.recv_cq_handle) ||
-	    (r.is_srq && !lookup(srqs, r.srq_handle)))
+	    !lookup(cqs, r.send_cq_handle) || (!xrc && !lookup(cqs, r.recv_cq_handle)) ||
+	    (!xrc && r.is_srq && !lookup(srqs, r.srq_handle)))
 		return EINVAL;
 	Qp &q = qps[i];
 	q = Qp{};
 	q.qp_type = r.qp_type;
 	q.qpn = 0x100 + static_cast<uint32_t>(i);
 	q.send_cq = r.send_cq_handle;
-	q.srq = r.is_srq ? r.srq_handle : 0;
+	q.srq = !xrc && r.is_srq ? r.srq_handle : 0;
 	q.sig_all = r.sq_sig_all;
 	q.sq_entries = pow2_at_least(r.max_send_wr ? r.max_send_wr : 1);
 	uint32_t need = 64 + std::max(16 * r.max_send_sge, r.max_inline_data);
@@ -394,7 +464,7 @@ int answer_create_qp(const void *buf, size_t len, void *resp, size_t out)
 	if (!region_alloc(q.sq, SROCE_WQ_SLOTS_OFF + uint64_t{q.sq_entries} * q.sq_wqe))
 		return ENOMEM;
 	init_wq_hdr(q.sq, true);
-	if (!q.srq) {
+	if (!q.srq && !xrc) {
 		q.rq_entries = pow2_at_least(r.max_recv_wr ? r.max_recv_wr : 1);
 		q.rq_wqe = pow2_at_least(16 + 16 * (r.max_recv_sge ? r.max_recv_sge : 1));
 		q.caps.max_recv_wr = q.rq_entries;
@@ -418,6 +488,79 @@ int answer_create_qp(const void *buf, size_t len, void *resp, size_t out)
 	drv.rq_wqe_size = q.rq_wqe;
 	drv.qpn = q.qpn;
 	put(resp, out, sizeof(ib_uverbs_create_qp_resp), drv);
+	return 0;
+}
+
+/* OPEN_QP: another handle on an XRC_RECV QP of the same domain. */
+int answer_open_qp(const void *buf, size_t len, void *resp, size_t out)
+{
+	if (len != sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_open_qp))
+		return EINVAL;
+	const auto r = request<ib_uverbs_open_qp>(buf, len);
+	if (r.qp_type != kQptXrcTgt || !lookup(xrcds, r.pd_handle))
+		return EINVAL;
+	bool found = false;
+	for (const Qp &q : qps)
+		found |= q.used && q.qp_type == kQptXrcTgt && q.qpn == r.qpn &&
+			 q.xrcd == r.pd_handle;
+	const int i = alloc_slot(qps);
+	if (!found)
+		return ENOENT;
+	if (i < 0)
+		return ENOMEM;
+	Qp &q = qps[i];
+	q = Qp{};
+	q.used = true;
+	q.qp_type = kQptXrcTgt;
+	q.qpn = r.qpn;
+	q.xrcd = r.pd_handle;
+	ib_uverbs_create_qp_resp a = {};
+	a.qp_handle = static_cast<uint32_t>(i) + 1;
+	a.qpn = r.qpn;
+	put(resp, out, 0, a);
+	return 0;
+}
+
+/*
+ * CREATE_SRQ (basic) and CREATE_XSRQ (XRC; tag matching is refused): one
+ * receive ring, and for XRC the domain and the CQ.
+ */
+int answer_create_srq(uint32_t type, uint32_t max_wr, uint32_t max_sge,
+		      uint32_t limit, uint32_t xrcd, uint32_t cq, void *resp,
+		      size_t out)
+{
+	const int i = alloc_slot(srqs);
+	if (i < 0)
+		return ENOMEM;
+	if (type > 1)			/* IB_SRQT_TM */
+		return EOPNOTSUPP;
+	if (!max_wr || max_wr > 4096 || max_sge > 32 ||
+	    (type == 1 && (!lookup(xrcds, xrcd) || !lookup(cqs, cq))))
+		return EINVAL;
+	Srq &q = srqs[i];
+	const uint32_t entries = pow2_at_least(max_wr);
+	const uint32_t wqe = pow2_at_least(16 + 16 * (max_sge ? max_sge : 1));
+	if (!region_alloc(q.ring, SROCE_WQ_SLOTS_OFF + uint64_t{entries} * wqe))
+		return ENOMEM;
+	q.used = true;
+	q.max_wr = entries;
+	q.max_sge = (wqe - 16) / 16;
+	q.limit = limit;
+	q.srqn = 0x200 + static_cast<uint32_t>(i);
+	q.xrcd = type == 1 ? xrcd : 0;
+	ib_uverbs_create_srq_resp core = {};
+	core.srq_handle = static_cast<uint32_t>(i) + 1;
+	core.max_wr = q.max_wr;
+	core.max_sge = q.max_sge;
+	core.srqn = q.srqn;
+	put(resp, out, 0, core);
+	sroce_create_srq_resp drv = {};
+	drv.mmap_offset = q.ring.offset;
+	drv.mmap_size = q.ring.size;
+	drv.entries = entries;
+	drv.wqe_size = wqe;
+	drv.srqn = core.srqn;
+	put(resp, out, sizeof(core), drv);
 	return 0;
 }
 
@@ -572,35 +715,28 @@ int answer(const void *buf, size_t len)
 	}
 	case IB_USER_VERBS_CMD_CREATE_SRQ: {
 		const auto r = request<ib_uverbs_create_srq>(buf, len);
-		const int i = alloc_slot(srqs);
+		return answer_create_srq(0, r.max_wr, r.max_sge, r.srq_limit, 0, 0,
+					 resp, out);
+	}
+	case IB_USER_VERBS_CMD_CREATE_XSRQ: {
+		const auto r = request<ib_uverbs_create_xsrq>(buf, len);
+		return answer_create_srq(r.srq_type, r.max_wr, r.max_sge, r.srq_limit,
+					 r.xrcd_handle, r.cq_handle, resp, out);
+	}
+	case IB_USER_VERBS_CMD_OPEN_XRCD: {
+		const auto r = request<ib_uverbs_open_xrcd>(buf, len);
+		/* fd -1: a new, unshared domain, which needs O_CREAT */
+		if (r.fd != UINT32_MAX || !(r.oflags & O_CREAT))
+			return EINVAL;
+		const int i = alloc_slot(xrcds);
 		if (i < 0)
 			return ENOMEM;
-		if (!r.max_wr || r.max_wr > 4096 || r.max_sge > 32)
-			return EINVAL;
-		Srq &q = srqs[i];
-		const uint32_t entries = pow2_at_least(r.max_wr);
-		const uint32_t wqe = pow2_at_least(16 + 16 * (r.max_sge ? r.max_sge : 1));
-		if (!region_alloc(q.ring, SROCE_WQ_SLOTS_OFF + uint64_t{entries} * wqe))
-			return ENOMEM;
-		q.used = true;
-		q.max_wr = entries;
-		q.max_sge = (wqe - 16) / 16;
-		q.limit = r.srq_limit;
-		ib_uverbs_create_srq_resp core = {};
-		core.srq_handle = static_cast<uint32_t>(i) + 1;
-		core.max_wr = q.max_wr;
-		core.max_sge = q.max_sge;
-		core.srqn = 0x200 + static_cast<uint32_t>(i);
-		put(resp, out, 0, core);
-		sroce_create_srq_resp drv = {};
-		drv.mmap_offset = q.ring.offset;
-		drv.mmap_size = q.ring.size;
-		drv.entries = entries;
-		drv.wqe_size = wqe;
-		drv.srqn = core.srqn;
-		put(resp, out, sizeof(core), drv);
+		xrcds[i].used = true;
+		put(resp, out, 0, static_cast<uint32_t>(i) + 1);	/* xrcd_handle */
 		return 0;
 	}
+	case IB_USER_VERBS_CMD_OPEN_QP:
+		return answer_open_qp(buf, len, resp, out);
 	case IB_USER_VERBS_CMD_QUERY_SRQ: {
 		const auto r = request<ib_uverbs_query_srq>(buf, len);
 		const Srq *q = lookup(srqs, r.srq_handle);

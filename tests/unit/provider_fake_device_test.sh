@@ -85,9 +85,11 @@ else
 fi
 # Legacy command sizes as sroce.ko sees them (header + core + driver data):
 # GET_CONTEXT 16 in / 8+8 out, QUERY_PORT 24 / 40, ALLOC_PD 16 / 4+8 out,
-# CREATE_CQ 40 / 8+24, CREATE_QP 64 / 32+56, CREATE_SRQ 40 / 16+32.
+# CREATE_CQ 40 / 8+24, CREATE_QP 64 / 32+56, CREATE_SRQ 40 / 16+32,
+# OPEN_XRCD 24 / 4, CLOSE_XRCD 12 / 0 (no driver data either way).
 for want in 'cmd=0 in=16 out=16' 'cmd=2 in=24 out=40' 'cmd=3 in=16 out=12' 'cmd=4 in=12 out=0' \
-	'cmd=18 in=40 out=32' 'cmd=24 in=64 out=88' 'cmd=32 in=40 out=48'; do
+	'cmd=18 in=40 out=32' 'cmd=24 in=64 out=88' 'cmd=32 in=40 out=48' \
+	'cmd=37 in=24 out=4' 'cmd=38 in=12 out=0'; do
 	grep -qx "$want" "$log" || fail "command sizes: no '$want' in: $(tr '\n' ' ' <"$log")"
 done
 

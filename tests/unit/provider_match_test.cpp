@@ -120,6 +120,7 @@ TEST(ContextOps, OnlyImplementedOpsAreSet)
 	EXPECT_EQ(ops.alloc_mw, &sroce_alloc_mw);
 	EXPECT_EQ(ops.alloc_pd, &sroce_alloc_pd);
 	EXPECT_EQ(ops.bind_mw, &sroce_bind_mw);
+	EXPECT_EQ(ops.close_xrcd, &sroce_close_xrcd);
 	EXPECT_EQ(ops.attach_mcast, &sroce_attach_mcast);
 	EXPECT_EQ(ops.import_pd, &sroce_import_pd);
 	EXPECT_EQ(ops.import_mr, &sroce_import_mr);
@@ -131,6 +132,10 @@ TEST(ContextOps, OnlyImplementedOpsAreSet)
 	EXPECT_EQ(ops.create_qp, &sroce_create_qp);
 	EXPECT_EQ(ops.create_qp_ex, &sroce_create_qp_ex);
 	EXPECT_EQ(ops.create_srq, &sroce_create_srq);
+	EXPECT_EQ(ops.create_srq_ex, &sroce_create_srq_ex);
+	EXPECT_EQ(ops.get_srq_num, &sroce_get_srq_num);
+	EXPECT_EQ(ops.open_qp, &sroce_open_qp);
+	EXPECT_EQ(ops.open_xrcd, &sroce_open_xrcd);
 	EXPECT_EQ(ops.dealloc_pd, &sroce_dealloc_pd);
 	EXPECT_EQ(ops.dereg_mr, &sroce_dereg_mr);
 	EXPECT_EQ(ops.destroy_ah, &sroce_destroy_ah);
@@ -161,12 +166,14 @@ TEST(ContextOps, OnlyImplementedOpsAreSet)
 		offsetof(verbs_context_ops, alloc_pd),
 		offsetof(verbs_context_ops, attach_mcast),
 		offsetof(verbs_context_ops, bind_mw),
+		offsetof(verbs_context_ops, close_xrcd),
 		offsetof(verbs_context_ops, create_ah),
 		offsetof(verbs_context_ops, create_cq),
 		offsetof(verbs_context_ops, create_cq_ex),
 		offsetof(verbs_context_ops, create_qp),
 		offsetof(verbs_context_ops, create_qp_ex),
 		offsetof(verbs_context_ops, create_srq),
+		offsetof(verbs_context_ops, create_srq_ex),
 		offsetof(verbs_context_ops, dealloc_mw),
 		offsetof(verbs_context_ops, dealloc_pd),
 		offsetof(verbs_context_ops, dereg_mr),
@@ -176,10 +183,13 @@ TEST(ContextOps, OnlyImplementedOpsAreSet)
 		offsetof(verbs_context_ops, destroy_qp),
 		offsetof(verbs_context_ops, destroy_srq),
 		offsetof(verbs_context_ops, free_context),
+		offsetof(verbs_context_ops, get_srq_num),
 		offsetof(verbs_context_ops, import_mr),
 		offsetof(verbs_context_ops, import_pd),
 		offsetof(verbs_context_ops, modify_qp),
 		offsetof(verbs_context_ops, modify_srq),
+		offsetof(verbs_context_ops, open_qp),
+		offsetof(verbs_context_ops, open_xrcd),
 		offsetof(verbs_context_ops, poll_cq),
 		offsetof(verbs_context_ops, post_recv),
 		offsetof(verbs_context_ops, post_send),

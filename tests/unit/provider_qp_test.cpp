@@ -82,6 +82,7 @@ public:
 	sroce_create_qp_resp drv = {};
 	int attach_err;
 
+	/* XRC_SEND QPs get no RQ, XRC_RECV QPs no ring at all, as from sroce.ko. */
 	FakeQp(ibv_qp_type type, QpGeometry g = {}, bool sig_all = false,
 	       struct ibv_srq *srq = nullptr)
 		: qp(static_cast<sroce::qp *>(std::calloc(1, sizeof(sroce::qp)))),
@@ -99,17 +100,23 @@ public:
 		q.qp_type = type;
 		q.state = IBV_QPS_RTS;
 		q.srq = srq;
-		drv.sq_mmap_size = sq.size;
-		drv.sq_entries = g.sq_entries;
-		drv.sq_wqe_size = g.sq_wqe;
-		if (!srq) {
+		const bool with_sq = type != IBV_QPT_XRC_RECV;
+		const bool with_rq = !srq && type != IBV_QPT_XRC_SEND &&
+				     type != IBV_QPT_XRC_RECV;
+		if (with_sq) {
+			drv.sq_mmap_size = sq.size;
+			drv.sq_entries = g.sq_entries;
+			drv.sq_wqe_size = g.sq_wqe;
+		}
+		if (with_rq) {
 			drv.rq_mmap_size = rq.size;
 			drv.rq_entries = g.rq_entries;
 			drv.rq_wqe_size = g.rq_wqe;
 		}
 		sq.hdr()->sq_idle = 1;
 		attach_err = sroce::attach_qp_queues(qp, type, sig_all, g.cap, drv,
-						     sq.p, srq ? nullptr : rq.p);
+						     with_sq ? sq.p : nullptr,
+						     with_rq ? rq.p : nullptr);
 	}
 	~FakeQp() { std::free(qp); }
 
@@ -737,6 +744,9 @@ TEST(QpExOps, PerQpType)
 	EXPECT_TRUE(rc & IBV_QP_EX_WITH_ATOMIC_WRITE);
 	EXPECT_FALSE(sroce::supported_send_ops(IBV_QPT_UC) & IBV_QP_EX_WITH_ATOMIC_WRITE);
 	EXPECT_EQ(sroce::supported_send_ops(IBV_QPT_RAW_PACKET), 0u);
+	/* XRC_SEND carries the RC set; XRC_RECV sends nothing */
+	EXPECT_EQ(sroce::supported_send_ops(IBV_QPT_XRC_SEND), rc);
+	EXPECT_EQ(sroce::supported_send_ops(IBV_QPT_XRC_RECV), 0u);
 }
 
 /* Requests refused before any command reaches the kernel. */
@@ -759,7 +769,6 @@ TEST(QpCreate, UnsupportedRequestsFailEarly)
 		return errno;
 	};
 	EXPECT_EQ(attempt([](auto &a) { a.qp_type = IBV_QPT_RAW_PACKET; }), EOPNOTSUPP);
-	EXPECT_EQ(attempt([](auto &a) { a.qp_type = IBV_QPT_XRC_SEND; }), EOPNOTSUPP);
 	EXPECT_EQ(attempt([](auto &a) { a.qp_type = IBV_QPT_DRIVER; }), EOPNOTSUPP);
 	EXPECT_EQ(attempt([](auto &a) {
 			  a.comp_mask |= IBV_QP_INIT_ATTR_CREATE_FLAGS;
@@ -784,6 +793,259 @@ TEST(QpCreate, UnsupportedRequestsFailEarly)
 	EXPECT_EQ(attempt([](auto &a) { a.send_cq = nullptr; }), EINVAL);
 	EXPECT_EQ(attempt([](auto &a) { a.recv_cq = nullptr; }), EINVAL);
 	EXPECT_EQ(attempt([](auto &a) { a.comp_mask = 0; }), EINVAL);
+}
+
+/* XRC requests refused before any command reaches the kernel. */
+TEST(QpCreate, XrcRequestsMissingWhatTheTypeNeeds)
+{
+	struct ibv_context ctx = {};
+	ctx.cmd_fd = -1;
+	struct ibv_pd pd = {};
+	pd.context = &ctx;
+	struct ibv_cq cq = {};
+	struct ibv_srq srq = {};
+	struct ibv_xrcd xrcd = {};
+	xrcd.context = &ctx;
+	auto attempt = [&](ibv_qp_type type, auto edit) {
+		struct ibv_qp_init_attr_ex a = {};
+		a.qp_type = type;
+		if (type == IBV_QPT_XRC_RECV) {
+			a.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+			a.xrcd = &xrcd;
+		} else {
+			a.comp_mask = IBV_QP_INIT_ATTR_PD;
+			a.pd = &pd;
+			a.send_cq = &cq;
+		}
+		edit(a);
+		errno = 0;
+		EXPECT_EQ(sroce_create_qp_ex(&ctx, &a), nullptr);
+		return errno;
+	};
+	/* XRC_SEND: PD and send CQ, no SRQ; the RC operation set */
+	EXPECT_EQ(attempt(IBV_QPT_XRC_SEND, [](auto &a) { a.send_cq = nullptr; }), EINVAL);
+	EXPECT_EQ(attempt(IBV_QPT_XRC_SEND, [](auto &a) { a.comp_mask = 0; }), EINVAL);
+	EXPECT_EQ(attempt(IBV_QPT_XRC_SEND, [&](auto &a) { a.srq = &srq; }), EINVAL);
+	EXPECT_EQ(attempt(IBV_QPT_XRC_SEND, [](auto &a) {
+			  a.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+			  a.send_ops_flags = IBV_QP_EX_WITH_TSO;
+		  }),
+		  EOPNOTSUPP);
+	/* XRC_RECV: an XRC domain, no SRQ, no send queue */
+	EXPECT_EQ(attempt(IBV_QPT_XRC_RECV, [](auto &a) { a.comp_mask = 0; }), EINVAL);
+	EXPECT_EQ(attempt(IBV_QPT_XRC_RECV, [](auto &a) { a.xrcd = nullptr; }), EINVAL);
+	/* an SRQ only if it is an XRC SRQ (as the kernel has it) */
+	sroce::srq basic{};
+	EXPECT_EQ(attempt(IBV_QPT_XRC_RECV, [&](auto &a) { a.srq = &basic.ibv; }), EINVAL);
+	EXPECT_EQ(attempt(IBV_QPT_XRC_RECV, [](auto &a) {
+			  a.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+		  }),
+		  EINVAL);
+	EXPECT_EQ(attempt(IBV_QPT_XRC_RECV, [](auto &a) {
+			  a.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+			  a.send_ops_flags = IBV_QP_EX_WITH_SEND;
+		  }),
+		  EOPNOTSUPP);
+	/* only XRC_RECV QPs are opened */
+	struct ibv_qp_open_attr o = {};
+	o.comp_mask = IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_TYPE;
+	o.xrcd = &xrcd;
+	o.qp_num = 0x123;
+	o.qp_type = IBV_QPT_RC;
+	errno = 0;
+	EXPECT_EQ(sroce_open_qp(&ctx, &o), nullptr);
+	EXPECT_EQ(errno, EINVAL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* XRC QPs.                                                                  */
+
+TEST(XrcAttach, RingsAsTheTypeHasThem)
+{
+	FakeQp send(IBV_QPT_XRC_SEND);
+	EXPECT_EQ(send.attach_err, 0);
+	EXPECT_EQ(send.qp->max_recv_sge, 0u);
+	EXPECT_EQ(send.qp->sq_caps.max_sge, 4u);
+	FakeQp recv(IBV_QPT_XRC_RECV);
+	EXPECT_EQ(recv.attach_err, 0);	/* capabilities not looked at */
+	EXPECT_EQ(recv.qp->sq_caps.max_sge, 0u);
+	EXPECT_EQ(recv.qp->max_recv_sge, 0u);
+
+	/* a kernel answer with a ring the type does not have */
+	auto *qp = static_cast<sroce::qp *>(std::calloc(1, sizeof(sroce::qp)));
+	Mem ring(SROCE_WQ_SLOTS_OFF + 8 * 64);
+	sroce_create_qp_resp drv = {};
+	drv.rq_mmap_size = ring.size;
+	drv.rq_entries = 8;
+	drv.rq_wqe_size = 64;
+	EXPECT_EQ(sroce::attach_qp_queues(qp, IBV_QPT_XRC_SEND, false, {}, drv,
+					  nullptr, ring.p),
+		  EPROTO);
+	drv = {};
+	drv.sq_mmap_size = ring.size;
+	drv.sq_entries = 8;
+	drv.sq_wqe_size = 64;
+	EXPECT_EQ(sroce::attach_qp_queues(qp, IBV_QPT_XRC_RECV, false, {}, drv,
+					  ring.p, nullptr),
+		  EPROTO);
+	EXPECT_EQ(sroce::attach_qp_queues(qp, IBV_QPT_RC, false, {}, drv, ring.p,
+					  nullptr),
+		  0);
+	std::free(qp);
+}
+
+TEST(XrcPostSend, TargetSrqFromTheWorkRequest)
+{
+	FakeQp q(IBV_QPT_XRC_SEND);
+	ASSERT_EQ(q.attach_err, 0);
+	SendChain c(3);
+	c.wr[0].qp_type.xrc.remote_srqn = 0x2001;
+	c.wr[1].qp_type.xrc.remote_srqn = 0x2002;
+	c.wr[1].opcode = IBV_WR_RDMA_READ;
+	c.wr[1].wr.rdma.rkey = 0x99;
+	c.wr[1].wr.rdma.remote_addr = 0x5000;
+	c.wr[2].qp_type.xrc.remote_srqn = 0x2003;
+	c.wr[2].opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	c.wr[2].wr.atomic.rkey = 0x98;
+	c.wr[2].wr.atomic.remote_addr = 0x6000;
+	c.wr[2].wr.atomic.compare_add = 1;
+	struct ibv_send_wr *bad = nullptr;
+	ASSERT_EQ(ibv_post_send(q.ibqp(), c.head(), &bad), 0);
+	EXPECT_EQ(q.sq_producer(), 3u);
+	EXPECT_EQ(q.cmd.doorbells(), 1);
+	EXPECT_EQ(q.swqe(0).xrc_srqn, 0x2001u);
+	EXPECT_EQ(q.swqe(0).opcode, static_cast<uint32_t>(IBV_WR_SEND));
+	EXPECT_EQ(q.swqe(1).xrc_srqn, 0x2002u);
+	EXPECT_EQ(q.swqe(1).wr.rdma.rkey, 0x99u);
+	EXPECT_EQ(q.swqe(2).xrc_srqn, 0x2003u);
+	EXPECT_EQ(q.swqe(2).wr.atomic.rkey, 0x98u);
+
+	/* not a 24-bit SRQ number: that request and the rest stay */
+	c.wr[1].qp_type.xrc.remote_srqn = 0x1000000;
+	EXPECT_EQ(ibv_post_send(q.ibqp(), c.head(), &bad), EINVAL);
+	EXPECT_EQ(bad, &c.wr[1]);
+	EXPECT_EQ(q.sq_producer(), 4u);
+}
+
+TEST(XrcPostSend, OtherQpTypesWriteZero)
+{
+	FakeQp q(IBV_QPT_RC);
+	SendChain c(1);
+	c.wr[0].qp_type.xrc.remote_srqn = 0x2001;
+	struct ibv_send_wr *bad = nullptr;
+	ASSERT_EQ(ibv_post_send(q.ibqp(), c.head(), &bad), 0);
+	EXPECT_EQ(q.swqe(0).xrc_srqn, 0u);
+}
+
+TEST(XrcPostRecv, NoReceiveQueueOnEitherSide)
+{
+	RecvChain c(1);
+	struct ibv_recv_wr *bad = nullptr;
+	FakeQp send(IBV_QPT_XRC_SEND);
+	EXPECT_EQ(ibv_post_recv(send.ibqp(), c.head(), &bad), EINVAL);
+	EXPECT_EQ(bad, c.head());
+	FakeQp recv(IBV_QPT_XRC_RECV);
+	bad = nullptr;
+	EXPECT_EQ(ibv_post_recv(recv.ibqp(), c.head(), &bad), EINVAL);
+	EXPECT_EQ(bad, c.head());
+	EXPECT_EQ(send.cmd.doorbells() + recv.cmd.doorbells(), 0);
+}
+
+TEST(XrcRecvQp, NothingToSendOn)
+{
+	FakeQp q(IBV_QPT_XRC_RECV);
+	ASSERT_EQ(q.attach_err, 0);
+	SendChain c(1);
+	/* RTS, and also the UNKNOWN state of an ibv_open_qp() QP */
+	for (auto s : {IBV_QPS_RTS, IBV_QPS_UNKNOWN}) {
+		q.ibqp()->state = s;
+		struct ibv_send_wr *bad = nullptr;
+		EXPECT_EQ(ibv_post_send(q.ibqp(), c.head(), &bad), EINVAL) << s;
+		EXPECT_EQ(bad, c.head());
+	}
+	struct ibv_mw mw = {};
+	mw.type = IBV_MW_TYPE_1;
+	struct ibv_mw_bind b = {};
+	EXPECT_EQ(sroce_bind_mw(q.ibqp(), &mw, &b), EINVAL);
+	EXPECT_EQ(q.cmd.doorbells(), 0);
+}
+
+class XrcQpEx : public ::testing::Test {
+protected:
+	FakeQp q{IBV_QPT_XRC_SEND};
+	struct ibv_qp_ex *qpx = nullptr;
+
+	void SetUp() override
+	{
+		ASSERT_EQ(q.attach_err, 0);
+		sroce::init_qp_ex(q.qp, sroce::supported_send_ops(IBV_QPT_XRC_SEND));
+		qpx = ibv_qp_to_qp_ex(q.ibqp());
+		ASSERT_NE(qpx, nullptr);
+	}
+};
+
+TEST_F(XrcQpEx, SetXrcSrqnGoesIntoTheWqe)
+{
+	ibv_wr_start(qpx);
+	qpx->wr_id = 1;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(qpx);
+	ibv_wr_set_xrc_srqn(qpx, 0x1234);
+	ibv_wr_set_sge(qpx, 0x33, 0x4000, 100);
+	qpx->wr_id = 2;
+	ibv_wr_rdma_write_imm(qpx, 0x55, 0x8000, htonl(7));
+	ibv_wr_set_xrc_srqn(qpx, 0x5678);
+	ibv_wr_set_sge(qpx, 0x33, 0x4000, 100);
+	qpx->wr_id = 3;
+	ibv_wr_atomic_cmp_swp(qpx, 0x66, 0x9000, 10, 20);
+	ibv_wr_set_xrc_srqn(qpx, 0xffffff);
+	ibv_wr_set_sge(qpx, 0x77, 0xa000, 8);
+	ASSERT_EQ(ibv_wr_complete(qpx), 0);
+	EXPECT_EQ(q.sq_producer(), 3u);
+	EXPECT_EQ(q.cmd.doorbells(), 1);
+	EXPECT_EQ(q.swqe(0).xrc_srqn, 0x1234u);
+	EXPECT_EQ(q.swqe(0).opcode, static_cast<uint32_t>(IBV_WR_SEND));
+	EXPECT_EQ(q.swqe(0).num_sge, 1u);
+	EXPECT_EQ(q.swqe(1).xrc_srqn, 0x5678u);
+	EXPECT_EQ(q.swqe(1).opcode, static_cast<uint32_t>(IBV_WR_RDMA_WRITE_WITH_IMM));
+	EXPECT_EQ(q.swqe(2).xrc_srqn, 0xffffffu);
+	EXPECT_EQ(q.swqe(2).wr.atomic.swap, 20u);
+}
+
+TEST_F(XrcQpEx, BadSrqnFailsTheBatch)
+{
+	ibv_wr_start(qpx);
+	ibv_wr_send(qpx);
+	ibv_wr_set_xrc_srqn(qpx, 1);
+	ibv_wr_set_sge(qpx, 1, 2, 3);
+	ibv_wr_send(qpx);
+	ibv_wr_set_xrc_srqn(qpx, 0x1000000);
+	EXPECT_EQ(ibv_wr_complete(qpx), EINVAL);
+	EXPECT_EQ(q.sq_producer(), 0u);
+	/* a setter before any builder */
+	ibv_wr_start(qpx);
+	ibv_wr_set_xrc_srqn(qpx, 1);
+	EXPECT_EQ(ibv_wr_complete(qpx), EINVAL);
+	EXPECT_EQ(q.cmd.doorbells(), 0);
+}
+
+TEST_F(QpEx, SetXrcSrqnOnANonXrcQpFailsTheBatch)
+{
+	ibv_wr_start(qpx);
+	ibv_wr_send(qpx);
+	ibv_wr_set_sge(qpx, 1, 2, 3);
+	ibv_wr_send(qpx);
+	ibv_wr_set_xrc_srqn(qpx, 0x1234);
+	ibv_wr_set_sge(qpx, 1, 2, 3);
+	EXPECT_EQ(ibv_wr_complete(qpx), EINVAL);
+	EXPECT_EQ(q.sq_producer(), 0u);
+	EXPECT_EQ(q.cmd.doorbells(), 0);
+	/* and the next batch works */
+	ibv_wr_start(qpx);
+	ibv_wr_send(qpx);
+	ibv_wr_set_sge(qpx, 1, 2, 3);
+	ASSERT_EQ(ibv_wr_complete(qpx), 0);
+	EXPECT_EQ(q.swqe(0).xrc_srqn, 0u);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -821,6 +1083,66 @@ TEST(Srq, PostSrqRecv)
 	char b;
 	EXPECT_LT(recv(cmd.fd[1], &b, 1, MSG_DONTWAIT), 0);	/* nothing written */
 	std::free(srq);
+}
+
+/* ibv_get_srq_num(): the XRC SRQ number libibverbs recorded at creation. */
+TEST(Srq, SrqNumOfXrcSrqsOnly)
+{
+	sroce::srq srq{};
+	srq.srqn = 0x300;
+	uint32_t n = 0xdead;
+	EXPECT_EQ(sroce_get_srq_num(&srq.ibv, &n), EOPNOTSUPP);	/* basic */
+	EXPECT_EQ(n, 0xdeadu);
+	srq.vsrq.srq_type = IBV_SRQT_XRC;
+	srq.vsrq.srq_num = 0x301;
+	EXPECT_EQ(sroce_get_srq_num(&srq.ibv, &n), 0);
+	EXPECT_EQ(n, 0x301u);
+}
+
+/* Requests refused before any command reaches the kernel. */
+TEST(Srq, CreateSrqExRefusesEarly)
+{
+	struct ibv_context ctx = {};
+	ctx.cmd_fd = -1;
+	struct ibv_pd pd = {};
+	pd.context = &ctx;
+	struct ibv_cq cq = {};
+	struct ibv_xrcd xrcd = {};
+	auto attempt = [&](auto edit) {
+		struct ibv_srq_init_attr_ex a = {};
+		a.attr.max_wr = 16;
+		a.attr.max_sge = 1;
+		a.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+			      IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+		a.srq_type = IBV_SRQT_XRC;
+		a.pd = &pd;
+		a.xrcd = &xrcd;
+		a.cq = &cq;
+		edit(a);
+		errno = 0;
+		EXPECT_EQ(sroce_create_srq_ex(&ctx, &a), nullptr);
+		return errno;
+	};
+	EXPECT_EQ(attempt([](auto &a) { a.srq_type = IBV_SRQT_TM; }), EOPNOTSUPP);
+	EXPECT_EQ(attempt([](auto &a) { a.srq_type = static_cast<ibv_srq_type>(7); }),
+		  EOPNOTSUPP);
+	EXPECT_EQ(attempt([](auto &a) {
+			  a.comp_mask |= IBV_SRQ_INIT_ATTR_TM;
+			  a.tm_cap.max_num_tags = 4;
+		  }),
+		  EOPNOTSUPP);
+	EXPECT_EQ(attempt([](auto &a) { a.comp_mask &= ~IBV_SRQ_INIT_ATTR_PD; }), EINVAL);
+	EXPECT_EQ(attempt([](auto &a) { a.pd = nullptr; }), EINVAL);
+	EXPECT_EQ(attempt([](auto &a) { a.comp_mask &= ~IBV_SRQ_INIT_ATTR_XRCD; }), EINVAL);
+	EXPECT_EQ(attempt([](auto &a) { a.xrcd = nullptr; }), EINVAL);
+	EXPECT_EQ(attempt([](auto &a) { a.comp_mask &= ~IBV_SRQ_INIT_ATTR_CQ; }), EINVAL);
+	EXPECT_EQ(attempt([](auto &a) { a.cq = nullptr; }), EINVAL);
+	/* basic SRQs need only the PD */
+	EXPECT_EQ(attempt([](auto &a) {
+			  a.srq_type = IBV_SRQT_BASIC;
+			  a.pd = nullptr;
+		  }),
+		  EINVAL);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1065,6 +1387,9 @@ TEST(ObjectLayout, QpSrqAhCqBackPointers)
 	std::free(qp);
 	sroce::srq srq{};
 	EXPECT_EQ(sroce::get_srq(&srq.ibv), &srq);
+	EXPECT_EQ(sroce::get_srq(&srq.vsrq.srq), &srq);
+	sroce::xrcd xrcd{};
+	EXPECT_EQ(sroce::get_xrcd(&xrcd.vxrcd.xrcd), &xrcd);
 	sroce::ah ah{};
 	EXPECT_EQ(sroce::get_ah(&ah.ibv), &ah);
 	auto *cq = static_cast<sroce::cq *>(std::calloc(1, sizeof(sroce::cq)));

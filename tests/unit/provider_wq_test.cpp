@@ -253,6 +253,7 @@ protected:
 
 TEST_F(SendWqe, SendWithSgeList)
 {
+	wr.qp_type.xrc.remote_srqn = 0x42;	/* not an XRC QP: ignored */
 	ASSERT_EQ(write(), 0);
 	const sroce_send_wqe &w = wqe();
 	EXPECT_EQ(w.wr_id, 0xfeedfacecafebeefull);
@@ -261,7 +262,7 @@ TEST_F(SendWqe, SendWithSgeList)
 	EXPECT_EQ(w.num_sge, 2u);
 	EXPECT_EQ(w.inline_len, 0u);
 	EXPECT_EQ(w.imm_data, 0u);
-	EXPECT_EQ(w.reserved, 0u);
+	EXPECT_EQ(w.xrc_srqn, 0u);
 	for (unsigned char b : w.wr.raw)
 		EXPECT_EQ(b, 0);
 	const auto *s = reinterpret_cast<const sroce_sge *>(slot + sizeof(sroce_send_wqe));
@@ -451,6 +452,20 @@ TEST_F(SendWqe, OpcodesPerQpType)
 		{IBV_QPT_UD, IBV_WR_RDMA_WRITE, false},
 		{IBV_QPT_UD, IBV_WR_RDMA_READ, false},
 		{IBV_QPT_UD, IBV_WR_ATOMIC_CMP_AND_SWP, false},
+		/* XRC_SEND: RC's set */
+		{IBV_QPT_XRC_SEND, IBV_WR_SEND, true},
+		{IBV_QPT_XRC_SEND, IBV_WR_SEND_WITH_IMM, true},
+		{IBV_QPT_XRC_SEND, IBV_WR_SEND_WITH_INV, true},
+		{IBV_QPT_XRC_SEND, IBV_WR_RDMA_WRITE, true},
+		{IBV_QPT_XRC_SEND, IBV_WR_RDMA_WRITE_WITH_IMM, true},
+		{IBV_QPT_XRC_SEND, IBV_WR_RDMA_READ, true},
+		{IBV_QPT_XRC_SEND, IBV_WR_ATOMIC_CMP_AND_SWP, true},
+		{IBV_QPT_XRC_SEND, IBV_WR_ATOMIC_FETCH_AND_ADD, true},
+		{IBV_QPT_XRC_SEND, IBV_WR_LOCAL_INV, true},
+		{IBV_QPT_XRC_SEND, IBV_WR_TSO, false},
+		/* XRC_RECV: no send queue */
+		{IBV_QPT_XRC_RECV, IBV_WR_SEND, false},
+		{IBV_QPT_XRC_RECV, IBV_WR_RDMA_WRITE, false},
 	};
 	wr.num_sge = 1;
 	for (const Case &c : cases) {
@@ -473,6 +488,47 @@ TEST_F(SendWqe, FlagsAndSignalAll)
 	EXPECT_EQ(write(), EINVAL);
 	wr.send_flags = 1u << 20;
 	EXPECT_EQ(write(), EINVAL);
+}
+
+/* XRC_SEND: every WQE names the XRC SRQ at the target, 24 bits. */
+TEST_F(SendWqe, XrcSrqnFromTheWorkRequest)
+{
+	caps.qp_type = IBV_QPT_XRC_SEND;
+	wr.qp_type.xrc.remote_srqn = 0xabcdef;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.wr.rdma.rkey = 0x77;
+	wr.wr.rdma.remote_addr = 0x9000;
+	ASSERT_EQ(write(), 0);
+	EXPECT_EQ(wqe().xrc_srqn, 0xabcdefu);
+	EXPECT_EQ(wqe().wr.rdma.rkey, 0x77u);
+	EXPECT_EQ(wqe().num_sge, 2u);
+	/* local operations too */
+	wr.qp_type.xrc.remote_srqn = 5;
+	wr.opcode = IBV_WR_LOCAL_INV;
+	wr.invalidate_rkey = 0x1234;
+	ASSERT_EQ(write(), 0);
+	EXPECT_EQ(wqe().xrc_srqn, 5u);
+	EXPECT_EQ(wqe().imm_data, 0x1234u);
+	/* more than 24 bits */
+	wr.opcode = IBV_WR_SEND;
+	wr.qp_type.xrc.remote_srqn = 0x1000000;
+	EXPECT_EQ(write(), EINVAL);
+	wr.qp_type.xrc.remote_srqn = 0xffffff;
+	ASSERT_EQ(write(), 0);
+	EXPECT_EQ(wqe().xrc_srqn, 0xffffffu);
+}
+
+TEST_F(SendWqe, PutXrcOnXrcSendQpsOnly)
+{
+	auto *w = reinterpret_cast<sroce_send_wqe *>(slot);
+	ASSERT_EQ(write(), 0);
+	EXPECT_EQ(wq::put_xrc(w, caps, 7), EINVAL);	/* RC */
+	EXPECT_EQ(w->xrc_srqn, 0u);
+	caps.qp_type = IBV_QPT_XRC_SEND;
+	EXPECT_EQ(wq::put_xrc(w, caps, 7), 0);
+	EXPECT_EQ(w->xrc_srqn, 7u);
+	EXPECT_EQ(wq::put_xrc(w, caps, 1u << 24), EINVAL);
+	EXPECT_EQ(w->xrc_srqn, 7u);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -312,7 +312,49 @@ enum : uint32_t {
 	SROCE_VERBS_QP_EX = 1u << 1,	/* ibv_qp_to_qp_ex() answers qp_ex */
 };
 
-struct verbs_xrcd;			/* never used by sroce */
+/* verbs_xrcd.comp_mask bits */
+enum : uint32_t {
+	SROCE_VERBS_XRCD_HANDLE = 1u << 0,	/* handle is valid */
+};
+
+/*
+ * An XRC domain. The provider allocates it; ibv_cmd_open_xrcd fills
+ * xrcd.context, and comp_mask and handle when the size it is given covers
+ * handle (it always does here).
+ */
+struct verbs_xrcd {
+	struct ibv_xrcd xrcd;		/* must stay first */
+	uint32_t comp_mask;
+	uint32_t handle;
+};
+static_assert(sizeof(struct ibv_xrcd) == 8, "ibv_xrcd (verbs.h v44)");
+static_assert(offsetof(verbs_xrcd, xrcd) == 0);
+static_assert(offsetof(verbs_xrcd, comp_mask) == 8);
+static_assert(offsetof(verbs_xrcd, handle) == 12);
+static_assert(sizeof(verbs_xrcd) == 16);
+
+/*
+ * An SRQ as ibv_cmd_create_srq_ex sees it. The provider allocates it
+ * (zeroed: srq_type 0 is IBV_SRQT_BASIC); the command fills srq (context,
+ * handle, mutex/cond), and for an XRC SRQ srq_type, xrcd and srq_num (the
+ * kernel's XRC SRQ number); the ioctl path also srq_type of a basic SRQ,
+ * and cq when IBV_SRQ_INIT_ATTR_CQ was given. ibv_cmd_create_srq (the basic
+ * path) fills only srq.
+ */
+struct verbs_srq {
+	struct ibv_srq srq;		/* must stay first */
+	enum ibv_srq_type srq_type;
+	verbs_xrcd *xrcd;
+	struct ibv_cq *cq;
+	uint32_t srq_num;
+};
+static_assert(sizeof(enum ibv_srq_type) == 4);
+static_assert(offsetof(verbs_srq, srq) == 0);
+static_assert(offsetof(verbs_srq, srq_type) == 128);
+static_assert(offsetof(verbs_srq, xrcd) == 136);
+static_assert(offsetof(verbs_srq, cq) == 144);
+static_assert(offsetof(verbs_srq, srq_num) == 152);
+static_assert(sizeof(verbs_srq) == 160);
 
 /*
  * The provider allocates it. libibverbs' set_qp() (cmd_qp.c v44) zeroes
@@ -360,7 +402,7 @@ struct verbs_context_ops {
 			    uint16_t lid);
 	int (*bind_mw)(struct ibv_qp *qp, struct ibv_mw *mw,
 		       struct ibv_mw_bind *mw_bind);
-	sroce_op_slot close_xrcd;
+	int (*close_xrcd)(struct ibv_xrcd *xrcd);
 	sroce_op_slot cq_event;
 	struct ibv_ah *(*create_ah)(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 	sroce_op_slot create_counters;
@@ -378,7 +420,8 @@ struct verbs_context_ops {
 	sroce_op_slot create_rwq_ind_table;
 	struct ibv_srq *(*create_srq)(struct ibv_pd *pd,
 				      struct ibv_srq_init_attr *attr);
-	sroce_op_slot create_srq_ex;
+	struct ibv_srq *(*create_srq_ex)(struct ibv_context *context,
+					 struct ibv_srq_init_attr_ex *attr);
 	sroce_op_slot create_wq;
 	int (*dealloc_mw)(struct ibv_mw *mw);
 	int (*dealloc_pd)(struct ibv_pd *pd);
@@ -397,7 +440,7 @@ struct verbs_context_ops {
 			    uint16_t lid);
 	void (*free_context)(struct ibv_context *context);
 	sroce_op_slot free_dm;
-	sroce_op_slot get_srq_num;
+	int (*get_srq_num)(struct ibv_srq *srq, uint32_t *srq_num);
 	sroce_op_slot import_dm;
 	struct ibv_mr *(*import_mr)(struct ibv_pd *pd, uint32_t mr_handle);
 	struct ibv_pd *(*import_pd)(struct ibv_context *context,
@@ -410,8 +453,10 @@ struct verbs_context_ops {
 	int (*modify_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr,
 			  int attr_mask);
 	sroce_op_slot modify_wq;
-	sroce_op_slot open_qp;
-	sroce_op_slot open_xrcd;
+	struct ibv_qp *(*open_qp)(struct ibv_context *context,
+				  struct ibv_qp_open_attr *attr);
+	struct ibv_xrcd *(*open_xrcd)(struct ibv_context *context,
+				      struct ibv_xrcd_init_attr *attr);
 	int (*poll_cq)(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
 	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 			 struct ibv_recv_wr **bad_wr);
@@ -596,6 +641,31 @@ struct resp_alloc_pd_core {
 static_assert(sizeof(resp_alloc_pd_core) == sizeof(ib_uverbs_alloc_pd_resp));
 static_assert(sizeof(ib_uverbs_alloc_pd_resp) == 4);
 
+/*
+ * IB_USER_VERBS_CMD_OPEN_XRCD: libibverbs' struct ibv_open_xrcd. fd is the
+ * file naming a shared domain, or -1 (an unshared one, with O_CREAT).
+ */
+struct cmd_open_xrcd {
+	ib_uverbs_cmd_hdr hdr;
+	uint64_t response;
+	uint32_t fd;
+	uint32_t oflags;
+};
+static_assert(sizeof(ib_uverbs_open_xrcd) == 16);
+static_assert(offsetof(cmd_open_xrcd, fd) ==
+	      sizeof(ib_uverbs_cmd_hdr) + offsetof(ib_uverbs_open_xrcd, fd));
+static_assert(offsetof(cmd_open_xrcd, oflags) ==
+	      sizeof(ib_uverbs_cmd_hdr) + offsetof(ib_uverbs_open_xrcd, oflags));
+static_assert(sizeof(cmd_open_xrcd) ==
+	      sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_open_xrcd));
+
+/* 4 bytes; sroce adds no driver data. */
+struct resp_open_xrcd_core {
+	uint32_t xrcd_handle;
+};
+static_assert(sizeof(resp_open_xrcd_core) == sizeof(ib_uverbs_open_xrcd_resp));
+static_assert(sizeof(ib_uverbs_open_xrcd_resp) == 4);
+
 /* IB_USER_VERBS_CMD_ALLOC_MW: libibverbs' struct ibv_alloc_mw */
 struct cmd_alloc_mw {
 	ib_uverbs_cmd_hdr hdr;
@@ -759,6 +829,32 @@ static_assert(sizeof(ib_uverbs_create_qp_resp) == 32);
 static_assert(offsetof(resp_create_qp_core, max_inline_data) ==
 	      offsetof(ib_uverbs_create_qp_resp, max_inline_data));
 
+/*
+ * IB_USER_VERBS_CMD_OPEN_QP: libibverbs' struct ibv_open_qp. pd_handle
+ * carries the XRC domain's handle; the answer is a resp_create_qp_core of
+ * which libibverbs reads qp_handle only.
+ */
+struct cmd_open_qp {
+	ib_uverbs_cmd_hdr hdr;
+	uint64_t response;
+	uint64_t user_handle;
+	uint32_t pd_handle;
+	uint32_t qpn;
+	uint8_t qp_type;
+	uint8_t reserved[7];
+};
+static_assert(sizeof(ib_uverbs_open_qp) == 32);
+static_assert(offsetof(cmd_open_qp, user_handle) ==
+	      sizeof(ib_uverbs_cmd_hdr) + offsetof(ib_uverbs_open_qp, user_handle));
+static_assert(offsetof(cmd_open_qp, pd_handle) ==
+	      sizeof(ib_uverbs_cmd_hdr) + offsetof(ib_uverbs_open_qp, pd_handle));
+static_assert(offsetof(cmd_open_qp, qpn) ==
+	      sizeof(ib_uverbs_cmd_hdr) + offsetof(ib_uverbs_open_qp, qpn));
+static_assert(offsetof(cmd_open_qp, qp_type) ==
+	      sizeof(ib_uverbs_cmd_hdr) + offsetof(ib_uverbs_open_qp, qp_type));
+static_assert(sizeof(cmd_open_qp) ==
+	      sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_open_qp));
+
 /* IB_USER_VERBS_CMD_QUERY_QP: libibverbs' struct ibv_query_qp */
 struct cmd_query_qp {
 	ib_uverbs_cmd_hdr hdr;
@@ -807,6 +903,37 @@ static_assert(sizeof(resp_create_srq_core) == sizeof(ib_uverbs_create_srq_resp))
 static_assert(sizeof(ib_uverbs_create_srq_resp) == 16);
 static_assert(offsetof(resp_create_srq_core, srqn) ==
 	      offsetof(ib_uverbs_create_srq_resp, srqn));
+
+/*
+ * IB_USER_VERBS_CMD_CREATE_XSRQ: libibverbs' struct ibv_create_xsrq, the
+ * command buffer of ibv_cmd_create_srq_ex (libibverbs fills the core; the
+ * write() fallback sends CREATE_SRQ instead for a basic SRQ). The answer is
+ * resp_create_srq_core, as for CREATE_SRQ.
+ */
+struct cmd_create_xsrq {
+	ib_uverbs_cmd_hdr hdr;
+	uint64_t response;
+	uint64_t user_handle;
+	uint32_t srq_type;
+	uint32_t pd_handle;
+	uint32_t max_wr;
+	uint32_t max_sge;
+	uint32_t srq_limit;
+	uint32_t max_num_tags;
+	uint32_t xrcd_handle;
+	uint32_t cq_handle;
+};
+static_assert(sizeof(ib_uverbs_create_xsrq) == 48);
+static_assert(offsetof(cmd_create_xsrq, srq_type) ==
+	      sizeof(ib_uverbs_cmd_hdr) + offsetof(ib_uverbs_create_xsrq, srq_type));
+static_assert(offsetof(cmd_create_xsrq, max_num_tags) ==
+	      sizeof(ib_uverbs_cmd_hdr) + offsetof(ib_uverbs_create_xsrq, max_num_tags));
+static_assert(offsetof(cmd_create_xsrq, xrcd_handle) ==
+	      sizeof(ib_uverbs_cmd_hdr) + offsetof(ib_uverbs_create_xsrq, xrcd_handle));
+static_assert(offsetof(cmd_create_xsrq, cq_handle) ==
+	      sizeof(ib_uverbs_cmd_hdr) + offsetof(ib_uverbs_create_xsrq, cq_handle));
+static_assert(sizeof(cmd_create_xsrq) ==
+	      sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_create_xsrq));
 
 /* IB_USER_VERBS_CMD_MODIFY_SRQ: libibverbs' struct ibv_modify_srq */
 struct cmd_modify_srq {
@@ -918,6 +1045,16 @@ int ibv_cmd_alloc_pd(struct ibv_context *context, struct ibv_pd *pd,
 		     sroce::abi::cmd_alloc_pd *cmd, size_t cmd_size,
 		     sroce::abi::resp_alloc_pd_core *resp, size_t resp_size);
 int ibv_cmd_dealloc_pd(struct ibv_pd *pd);
+/*
+ * Needs IBV_XRCD_INIT_ATTR_FD and _OFLAGS in attr->comp_mask (EINVAL), no
+ * bit from IBV_XRCD_INIT_ATTR_RESERVED up (EOPNOTSUPP). Sets xrcd->xrcd.context
+ * and, as vxrcd_size covers it, handle with SROCE_VERBS_XRCD_HANDLE.
+ */
+int ibv_cmd_open_xrcd(struct ibv_context *context, verbs_xrcd *xrcd,
+		      int vxrcd_size, struct ibv_xrcd_init_attr *attr,
+		      sroce::abi::cmd_open_xrcd *cmd, size_t cmd_size,
+		      sroce::abi::resp_open_xrcd_core *resp, size_t resp_size);
+int ibv_cmd_close_xrcd(verbs_xrcd *xrcd);
 /* Fills vmr->ibv_mr handle, lkey, rkey, context, and mr_type, access. */
 int ibv_cmd_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 		   uint64_t hca_va, int access, verbs_mr *vmr,
@@ -978,6 +1115,17 @@ int ibv_cmd_create_qp_ex(struct ibv_context *context, verbs_qp *qp,
 			 struct ibv_qp_init_attr_ex *attr,
 			 sroce::abi::cmd_create_qp *cmd, size_t cmd_size,
 			 sroce::abi::resp_create_qp_core *resp, size_t resp_size);
+/*
+ * Needs comp_mask XRCD, NUM and TYPE (EINVAL; EOPNOTSUPP from
+ * IBV_QP_OPEN_ATTR_RESERVED up). Fills the ibv_qp members (context, handle,
+ * qp_num, qp_type, qp_context, state IBV_QPS_UNKNOWN, mutex/cond; pd, CQs and
+ * srq NULL) and, as vqp_sz covers them, comp_mask SROCE_VERBS_QP_XRCD and
+ * xrcd.
+ */
+int ibv_cmd_open_qp(struct ibv_context *context, verbs_qp *qp, int vqp_sz,
+		    struct ibv_qp_open_attr *attr, sroce::abi::cmd_open_qp *cmd,
+		    size_t cmd_size, sroce::abi::resp_create_qp_core *resp,
+		    size_t resp_size);
 int ibv_cmd_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 		     int attr_mask, struct ibv_qp_init_attr *init_attr,
 		     sroce::abi::cmd_query_qp *cmd, size_t cmd_size);
@@ -997,6 +1145,19 @@ int ibv_cmd_create_srq(struct ibv_pd *pd, struct ibv_srq *srq,
 		       struct ibv_srq_init_attr *attr,
 		       sroce::abi::cmd_create_srq *cmd, size_t cmd_size,
 		       sroce::abi::resp_create_srq_core *resp, size_t resp_size);
+/*
+ * Needs IBV_SRQ_INIT_ATTR_PD (EINVAL; EOPNOTSUPP from
+ * IBV_SRQ_INIT_ATTR_RESERVED up); an XRC SRQ also XRCD and CQ, a
+ * tag-matching one CQ and TM. Fills srq->srq like ibv_cmd_create_srq, and
+ * srq_type, xrcd and srq_num (XRC), cq (with IBV_SRQ_INIT_ATTR_CQ); writes
+ * max_wr/max_sge back into attr->attr. Its write() fallback picks the
+ * command from attr->srq_type without looking at the TYPE bit.
+ */
+int ibv_cmd_create_srq_ex(struct ibv_context *context, verbs_srq *srq,
+			  struct ibv_srq_init_attr_ex *attr,
+			  sroce::abi::cmd_create_xsrq *cmd, size_t cmd_size,
+			  sroce::abi::resp_create_srq_core *resp,
+			  size_t resp_size);
 int ibv_cmd_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
 		       int attr_mask, sroce::abi::cmd_modify_srq *cmd,
 		       size_t cmd_size);

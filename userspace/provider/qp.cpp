@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Queue pairs (RC, UC, UD). The kernel creates the QP and describes its send
- * and receive rings (include/uapi/rdma/sroce-abi.h, "Work queues"); the
- * provider maps them and posts work requests by writing WQEs into them:
+ * Queue pairs (RC, UC, UD, XRC_SEND, XRC_RECV). The kernel creates the QP
+ * and describes its send and receive rings (include/uapi/rdma/sroce-abi.h,
+ * "Work queues"); the provider maps them and posts work requests by writing
+ * WQEs into them:
  *
  *  - post_recv only writes and publishes WQEs; it never enters the kernel;
  *  - post_send writes and publishes WQEs, then rings the doorbell (one
@@ -12,6 +13,12 @@
  *    writes into the same ring and publishes at ibv_wr_complete().
  *
  * State changes, queries and destruction are plain uverbs commands.
+ *
+ * XRC: an XRC_SEND QP is an RC send queue without a receive side; each of
+ * its WQEs names the XRC SRQ at the target (xrc_srqn). An XRC_RECV QP
+ * (create_qp_ex with IBV_QP_INIT_ATTR_XRCD, or open_qp) is owned by the
+ * kernel and has no queue in the process: what arrives on it goes to the
+ * XRC SRQ of its domain the sender named, so posting on it is EINVAL.
  */
 #include <cerrno>
 #include <cstdlib>
@@ -32,13 +39,51 @@ static_assert(sizeof(sroce_create_qp_resp) == 56);
 
 /* create_qp_ex comp_mask bits we take (CREATE_FLAGS only with no flags). */
 constexpr uint64_t kInitAttrMask = IBV_QP_INIT_ATTR_PD |
+				   IBV_QP_INIT_ATTR_XRCD |
 				   IBV_QP_INIT_ATTR_CREATE_FLAGS |
 				   IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 
 bool qp_type_supported(uint32_t qp_type)
 {
 	return qp_type == IBV_QPT_RC || qp_type == IBV_QPT_UC ||
-	       qp_type == IBV_QPT_UD;
+	       qp_type == IBV_QPT_UD || qp_type == IBV_QPT_XRC_SEND ||
+	       qp_type == IBV_QPT_XRC_RECV;
+}
+
+/* An XRC_RECV QP has no send queue in the process. */
+bool has_sq(uint32_t qp_type)
+{
+	return qp_type != IBV_QPT_XRC_RECV;
+}
+
+/* Nor does it, an XRC_SEND QP, or a QP on an SRQ, have a receive queue. */
+bool has_rq(uint32_t qp_type, const struct ibv_srq *srq)
+{
+	return !srq && qp_type != IBV_QPT_XRC_SEND && qp_type != IBV_QPT_XRC_RECV;
+}
+
+/*
+ * What each QP type needs, checked before libibverbs dereferences it. The
+ * PD and CQs an XRC type does not use may be given (librdmacm passes them)
+ * and are ignored, as libibverbs and the kernel ignore them. An XRC_SEND QP
+ * takes no SRQ (the kernel's ioctl path refuses one); an XRC_RECV QP only
+ * an XRC SRQ, like the kernel; and it has no send queue to ask ibv_wr_*
+ * ops for.
+ */
+bool init_attr_ok(const struct ibv_qp_init_attr_ex &a)
+{
+	const bool pd = (a.comp_mask & IBV_QP_INIT_ATTR_PD) && a.pd;
+
+	switch (a.qp_type) {
+	case IBV_QPT_XRC_RECV:
+		return (a.comp_mask & IBV_QP_INIT_ATTR_XRCD) && a.xrcd &&
+		       (!a.srq || get_srq(a.srq)->vsrq.srq_type == IBV_SRQT_XRC) &&
+		       !(a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS);
+	case IBV_QPT_XRC_SEND:
+		return pd && a.send_cq && !a.srq;
+	default:
+		return pd && a.send_cq && a.recv_cq;
+	}
 }
 
 /* IBTA 10.8.2: the send queue takes work requests from RTS on. */
@@ -268,10 +313,14 @@ void wr_send_tso(struct ibv_qp_ex *qpx, void *, uint16_t, uint16_t)
 	fail_batch(qpx, EOPNOTSUPP);
 }
 
-
-void wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t)
+/* XRC_SEND QPs only: the XRC SRQ at the target (EINVAL elsewhere). */
+void wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t remote_srqn)
 {
-	fail_batch(qpx, EOPNOTSUPP);
+	auto *w = current_wqe(qpx);
+	if (!w)
+		return;
+	if (const int err = wq::put_xrc(w, get_qp(qpx)->sq_caps, remote_srqn))
+		fail_batch(qpx, err);
 }
 
 void wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
@@ -343,9 +392,8 @@ struct ibv_qp *create_qp(struct ibv_context *ibctx,
 		errno = EOPNOTSUPP;
 		return nullptr;
 	}
-	/* libibverbs dereferences both CQs before the kernel can refuse. */
-	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd ||
-	    !attr->send_cq || !attr->recv_cq) {
+	/* libibverbs dereferences the CQs before the kernel can refuse. */
+	if (!init_attr_ok(*attr)) {
 		errno = EINVAL;
 		return nullptr;
 	}
@@ -426,6 +474,7 @@ uint64_t supported_send_ops(uint32_t qp_type)
 
 	switch (qp_type) {
 	case IBV_QPT_RC:
+	case IBV_QPT_XRC_SEND:
 		return send | rc_uc | rc_only;
 	case IBV_QPT_UC:
 		return send | rc_uc;
@@ -440,29 +489,32 @@ int attach_qp_queues(qp *qp, uint32_t qp_type, bool sig_all,
 		     const struct ibv_qp_cap &cap,
 		     const sroce_create_qp_resp &drv, void *sq_map, void *rq_map)
 {
-	const bool has_srq = qp->vqp.qp.srq != nullptr;
+	const bool sq = has_sq(qp_type);
+	const bool rq = has_rq(qp_type, qp->vqp.qp.srq);
 
 	if (!wq::geometry_ok(drv.sq_mmap_size, drv.sq_entries, drv.sq_wqe_size,
 			     wq::kSendHdr) ||
 	    !wq::geometry_ok(drv.rq_mmap_size, drv.rq_entries, drv.rq_wqe_size,
 			     wq::kRecvHdr) ||
-	    (has_srq && drv.rq_entries) ||
+	    (!sq && drv.sq_entries) || (!rq && drv.rq_entries) ||
 	    (drv.sq_entries && !sq_map) || (drv.rq_entries && !rq_map))
 		return EPROTO;
 	/* Whatever the kernel promised must fit in its slots. */
-	if (cap.max_send_sge > wq::send_slot_sges(drv.sq_wqe_size) ||
-	    cap.max_inline_data > wq::send_slot_inline(drv.sq_wqe_size) ||
-	    cap.max_inline_data > SROCE_MAX_INLINE_DATA ||
-	    (!has_srq && cap.max_recv_sge > wq::recv_slot_sges(drv.rq_wqe_size)))
+	if (sq && (cap.max_send_sge > wq::send_slot_sges(drv.sq_wqe_size) ||
+		   cap.max_inline_data > wq::send_slot_inline(drv.sq_wqe_size) ||
+		   cap.max_inline_data > SROCE_MAX_INLINE_DATA))
+		return EPROTO;
+	if (rq && cap.max_recv_sge > wq::recv_slot_sges(drv.rq_wqe_size))
 		return EPROTO;
 
 	qp->sq_caps.qp_type = qp_type;
-	qp->sq_caps.max_sge = cap.max_send_sge;
-	qp->sq_caps.max_inline = cap.max_inline_data;
+	qp->sq_caps.max_sge = sq ? cap.max_send_sge : 0;
+	qp->sq_caps.max_inline = sq ? cap.max_inline_data : 0;
 	qp->sq_caps.sig_all = sig_all;
-	qp->max_recv_sge = has_srq ? 0 : cap.max_recv_sge;
-	wq::attach(qp->sq, sq_map, drv.sq_entries, drv.sq_wqe_size, cap.max_send_wr);
-	wq::attach(qp->rq, has_srq ? nullptr : rq_map, drv.rq_entries,
+	qp->max_recv_sge = rq ? cap.max_recv_sge : 0;
+	wq::attach(qp->sq, sq ? sq_map : nullptr, drv.sq_entries, drv.sq_wqe_size,
+		   cap.max_send_wr);
+	wq::attach(qp->rq, rq ? rq_map : nullptr, drv.rq_entries,
 		   drv.rq_wqe_size, cap.max_recv_wr);
 	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
@@ -545,13 +597,66 @@ int sroce_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 
 	const int err = ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
 	if (!err && (attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET) {
-		/* Its old completions go with it (cq_clean). */
-		if (ibqp->recv_cq)
-			sroce::cq_clean(ibqp->recv_cq, ibqp->qp_num, ibqp->srq != nullptr);
-		if (ibqp->send_cq && ibqp->send_cq != ibqp->recv_cq)
-			sroce::cq_clean(ibqp->send_cq, ibqp->qp_num, false);
+		/*
+		 * Its old completions go with it (cq_clean). Not an XRC_RECV
+		 * QP's: there are none, its receives are the XRC SRQ's (any CQ
+		 * it was given means nothing); and an XRC_SEND QP has its send
+		 * CQ only.
+		 */
+		switch (ibqp->qp_type) {
+		case IBV_QPT_XRC_RECV:
+			break;
+		case IBV_QPT_XRC_SEND:
+			if (ibqp->send_cq)
+				sroce::cq_clean(ibqp->send_cq, ibqp->qp_num, false);
+			break;
+		default:
+			if (ibqp->recv_cq)
+				sroce::cq_clean(ibqp->recv_cq, ibqp->qp_num,
+						ibqp->srq != nullptr);
+			if (ibqp->send_cq && ibqp->send_cq != ibqp->recv_cq)
+				sroce::cq_clean(ibqp->send_cq, ibqp->qp_num, false);
+			break;
+		}
 	}
 	return err;
+}
+
+/*
+ * ibv_open_qp(): an XRC_RECV QP, created in this process or another one,
+ * found by number in an XRC domain both have opened. Like a created one it
+ * has no queue here. Modify, query and destroy are the usual commands;
+ * destroying it drops this handle only.
+ */
+struct ibv_qp *sroce_open_qp(struct ibv_context *ibctx,
+			     struct ibv_qp_open_attr *attr)
+{
+	/* The kernel opens nothing else (EINVAL); libibverbs checks comp_mask. */
+	if ((attr->comp_mask & IBV_QP_OPEN_ATTR_TYPE) &&
+	    attr->qp_type != IBV_QPT_XRC_RECV) {
+		errno = EINVAL;
+		return nullptr;
+	}
+
+	auto *qp = static_cast<sroce::qp *>(std::calloc(1, sizeof(sroce::qp)));
+	if (!qp) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+
+	sroce::abi::cmd_open_qp cmd{};
+	sroce::abi::resp_create_qp_core resp{};
+	const int err = ibv_cmd_open_qp(ibctx, &qp->vqp, sizeof(qp->vqp), attr,
+					&cmd, sizeof(cmd), &resp, sizeof(resp));
+	if (err) {
+		std::free(qp);
+		errno = err;
+		return nullptr;
+	}
+	/* No rings: this only sets the QP type and the locks destroy_qp frees. */
+	(void)sroce::attach_qp_queues(qp, IBV_QPT_XRC_RECV, false, {}, {},
+				      nullptr, nullptr);
+	return &qp->vqp.qp;
 }
 
 int sroce_destroy_qp(struct ibv_qp *ibqp)
@@ -580,7 +685,8 @@ int sroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	struct ibv_send_wr *const first = wr;
 	int err = 0;
 
-	if (!sroce::send_state_ok(ibqp->state)) {
+	/* An opened XRC_RECV QP's state is IBV_QPS_UNKNOWN: check the type. */
+	if (!sroce::send_state_ok(ibqp->state) || !sroce::has_sq(ibqp->qp_type)) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
@@ -639,7 +745,7 @@ int sroce_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
 	const uint32_t new_rkey = ibv_inc_rkey(mw->rkey);
 	int err;
 
-	if (!sroce::send_state_ok(ibqp->state))
+	if (!sroce::send_state_ok(ibqp->state) || !sroce::has_sq(ibqp->qp_type))
 		return EINVAL;
 	pthread_spin_lock(&qp->sq_lock);
 	if (!sroce::wq::reserve(qp->sq)) {
@@ -684,8 +790,9 @@ int sroce_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 {
 	sroce::qp *qp = sroce::get_qp(ibqp);
 
-	/* In RESET, or attached to an SRQ (no RQ of its own). */
-	if (!sroce::recv_state_ok(ibqp->state) || ibqp->srq) {
+	/* In RESET, or without an RQ of its own (on an SRQ, or XRC). */
+	if (!sroce::recv_state_ok(ibqp->state) ||
+	    !sroce::has_rq(ibqp->qp_type, ibqp->srq)) {
 		*bad_wr = wr;
 		return EINVAL;
 	}

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * libsroce-rdmav34.so internals: the provider's objects and the callbacks
- * libibverbs invokes. One .cpp per object family (device, context, pd, mr,
- * cq, qp, srq, ah), each adding its callbacks here and to the ops table in
- * context.cpp.
+ * libibverbs invokes. One .cpp per object family (device, context, pd, xrcd,
+ * mr, cq, qp, srq, ah), each adding its callbacks here and to the ops table
+ * in context.cpp.
  */
 #ifndef SROCE_PROVIDER_SROCE_H
 #define SROCE_PROVIDER_SROCE_H
@@ -48,6 +48,14 @@ struct pd {
 	void *pd_context;
 };
 
+/*
+ * An XRC domain: nothing but its kernel handle. XRC SRQs and XRC_RECV QPs
+ * name it; the kernel keeps what is shared in it.
+ */
+struct xrcd {
+	verbs_xrcd vxrcd;		/* libibverbs sees &vxrcd.xrcd */
+};
+
 struct mr {
 	verbs_mr vmr;			/* libibverbs sees &vmr.ibv_mr */
 };
@@ -80,10 +88,13 @@ struct cq {
 };
 
 /*
- * A QP. The send queue (SQ) and the receive queue (RQ, absent with an SRQ)
- * are rings mapped from the command fd; each has its own lock for its
- * producer side. Between ibv_wr_start() and ibv_wr_complete()/abort() the SQ
- * lock is held and the batch fields describe the WQEs written so far.
+ * A QP. The send queue (SQ) and the receive queue (RQ) are rings mapped
+ * from the command fd; each has its own lock for its producer side. There
+ * is no RQ with an SRQ or on an XRC QP, and no queue at all on an XRC_RECV
+ * QP (kernel-owned, or opened with ibv_open_qp()): its receives land in the
+ * XRC SRQ the sender names. Between ibv_wr_start() and
+ * ibv_wr_complete()/abort() the SQ lock is held and the batch fields
+ * describe the WQEs written so far.
  */
 struct qp {
 	verbs_qp vqp;			/* libibverbs sees &vqp.qp / &vqp.qp_ex */
@@ -103,9 +114,18 @@ struct qp {
 	size_t rq_map_size;
 };
 
-/* A shared receive queue: one receive ring, mapped like a QP's RQ. */
+/*
+ * A shared receive queue, basic or XRC: one receive ring, mapped like a
+ * QP's RQ. ibv_cmd_create_srq fills ibv, ibv_cmd_create_srq_ex all of vsrq
+ * (type, XRC domain, XRC SRQ number). srqn is the kernel's number for
+ * either type, from the driver response. vsrq comes first in the union so
+ * that srq{} zeroes all of it.
+ */
 struct srq {
-	struct ibv_srq ibv;
+	union {
+		verbs_srq vsrq;
+		struct ibv_srq ibv;	/* vsrq.srq */
+	};
 	pthread_spinlock_t lock;
 	wq::ring rq;
 	uint32_t max_sge;
@@ -142,6 +162,12 @@ inline context *get_context(struct ibv_context *ibctx)
 inline pd *get_pd(struct ibv_pd *ibpd)
 {
 	return outer_of<pd>(ibpd, offsetof(pd, ibv));
+}
+
+inline xrcd *get_xrcd(struct ibv_xrcd *ibxrcd)
+{
+	auto *vx = outer_of<verbs_xrcd>(ibxrcd, offsetof(verbs_xrcd, xrcd));
+	return outer_of<xrcd>(vx, offsetof(xrcd, vxrcd));
 }
 
 inline mr *get_mr(verbs_mr *vmr)
@@ -182,9 +208,11 @@ inline ah *get_ah(struct ibv_ah *ibah)
 /*
  * Checks a create_qp answer against the capabilities the kernel reported,
  * and attaches the mapped rings (sq_map/rq_map may be NULL for a ring with
- * no entries). Sets up the ibv_wr_* API when with_ops (send_ops are the
- * IBV_QP_EX_WITH_* flags). Returns 0 or EPROTO. Used by create_qp and by
- * the unit tests, which hand it plain memory.
+ * no entries). An XRC_SEND QP must come without an RQ, an XRC_RECV QP
+ * without any ring (its capabilities are not looked at). Returns 0 or
+ * EPROTO. Used by create_qp, open_qp and the unit tests, which hand it
+ * plain memory. init_qp_ex sets up the ibv_wr_* API (send_ops are the
+ * IBV_QP_EX_WITH_* flags).
  */
 int attach_qp_queues(qp *qp, uint32_t qp_type, bool sig_all,
 		     const struct ibv_qp_cap &cap,
@@ -244,6 +272,10 @@ int sroce_dealloc_pd(struct ibv_pd *ibpd);
 struct ibv_pd *sroce_alloc_parent_domain(struct ibv_context *ibctx,
 					 struct ibv_parent_domain_init_attr *attr);
 
+struct ibv_xrcd *sroce_open_xrcd(struct ibv_context *ibctx,
+				 struct ibv_xrcd_init_attr *attr);
+int sroce_close_xrcd(struct ibv_xrcd *ibxrcd);
+
 struct ibv_mr *sroce_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 			    uint64_t hca_va, int access);
 int sroce_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
@@ -279,6 +311,8 @@ int sroce_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 int sroce_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 		    int attr_mask);
 int sroce_destroy_qp(struct ibv_qp *ibqp);
+struct ibv_qp *sroce_open_qp(struct ibv_context *ibctx,
+			     struct ibv_qp_open_attr *attr);
 int sroce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		    struct ibv_send_wr **bad_wr);
 int sroce_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
@@ -286,6 +320,9 @@ int sroce_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 
 struct ibv_srq *sroce_create_srq(struct ibv_pd *ibpd,
 				 struct ibv_srq_init_attr *attr);
+struct ibv_srq *sroce_create_srq_ex(struct ibv_context *ibctx,
+				    struct ibv_srq_init_attr_ex *attr);
+int sroce_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num);
 int sroce_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 		     int attr_mask);
 int sroce_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr);

@@ -9,9 +9,12 @@
  * the kernel moves the posted WQEs to a new ring and writes its layout to
  * the address passed in the command, and the new ring replaces the mapping.
  *
- * Not implemented: create_srq_ex for XRC and tag-matching SRQs (libibverbs
- * answers EOPNOTSUPP; basic SRQs asked for through ibv_create_srq_ex come
- * here).
+ * XRC SRQs (create_srq_ex with IBV_SRQT_XRC) are the same ring: the kernel
+ * steers into one the receives that XRC_SEND QPs address to its XRC SRQ
+ * number (ibv_get_srq_num()), through any XRC_RECV QP of its domain, and
+ * completes them on the SRQ's own CQ. create_srq_ex takes basic SRQs too
+ * (libibverbs sends those it can express with ibv_create_srq to
+ * create_srq). Tag-matching SRQs are not implemented (EOPNOTSUPP).
  */
 #include <cerrno>
 #include <cstdlib>
@@ -33,6 +36,53 @@ using modify_srq_cmd =
 	abi::with_driver_data<abi::cmd_modify_srq, sroce_modify_srq_cmd>;
 static_assert(abi::driver_data_is_adjacent<abi::cmd_modify_srq,
 					   sroce_modify_srq_cmd>());
+
+/* create_srq_ex comp_mask bits we take (tag matching: EOPNOTSUPP). */
+constexpr uint32_t kSrqInitAttrMask = IBV_SRQ_INIT_ATTR_TYPE |
+				      IBV_SRQ_INIT_ATTR_PD |
+				      IBV_SRQ_INIT_ATTR_XRCD |
+				      IBV_SRQ_INIT_ATTR_CQ;
+
+/*
+ * After the kernel created the SRQ: maps its ring and attaches it. On error
+ * the SRQ is destroyed in the kernel again (srq itself is the caller's to
+ * free) and an errno value is returned.
+ */
+int map_srq(srq *srq, const sroce_create_srq_resp &drv,
+	    const struct ibv_srq_attr &attr)
+{
+	struct ibv_context *ibctx = srq->ibv.context;
+	int err;
+
+	if (drv.mmap_size && drv.mmap_size <= wq::kMaxMapSize) {
+		void *p = mmap(nullptr, drv.mmap_size, PROT_READ | PROT_WRITE,
+			       MAP_SHARED, ibctx->cmd_fd,
+			       static_cast<off_t>(drv.mmap_offset));
+		if (p == MAP_FAILED) {
+			err = errno;
+			goto fail;
+		}
+		srq->map = p;
+		srq->map_size = drv.mmap_size;
+	}
+	err = attach_srq_ring(srq, attr.max_wr, attr.max_sge, drv, srq->map);
+	if (err) {
+		sroce_log(verbs_get_ctx(ibctx), SROCE_VERBS_LOG_ERR,
+			  "bad srq ring: %u x %u (%llu bytes), max_sge %u",
+			  drv.entries, drv.wqe_size,
+			  static_cast<unsigned long long>(drv.mmap_size),
+			  attr.max_sge);
+		goto fail;
+	}
+	return 0;
+
+fail:
+	if (srq->map)
+		munmap(srq->map, srq->map_size);
+	srq->map = nullptr;
+	ibv_cmd_destroy_srq(&srq->ibv);
+	return err;
+}
 
 } // namespace
 
@@ -73,38 +123,96 @@ struct ibv_srq *sroce_create_srq(struct ibv_pd *ibpd,
 		errno = err;
 		return nullptr;
 	}
-
-	const sroce_create_srq_resp &drv = resp.drv;
-	if (drv.mmap_size && drv.mmap_size <= sroce::wq::kMaxMapSize) {
-		void *p = mmap(nullptr, drv.mmap_size, PROT_READ | PROT_WRITE,
-			       MAP_SHARED, ibpd->context->cmd_fd,
-			       static_cast<off_t>(drv.mmap_offset));
-		if (p == MAP_FAILED) {
-			err = errno;
-			goto fail;
-		}
-		srq->map = p;
-		srq->map_size = drv.mmap_size;
-	}
-	err = sroce::attach_srq_ring(srq, attr->attr.max_wr, attr->attr.max_sge,
-				     drv, srq->map);
+	err = sroce::map_srq(srq, resp.drv, attr->attr);
 	if (err) {
-		sroce_log(verbs_get_ctx(ibpd->context), SROCE_VERBS_LOG_ERR,
-			  "bad srq ring: %u x %u (%llu bytes), max_sge %u",
-			  drv.entries, drv.wqe_size,
-			  static_cast<unsigned long long>(drv.mmap_size),
-			  attr->attr.max_sge);
-		goto fail;
+		std::free(srq);
+		errno = err;
+		return nullptr;
 	}
 	return &srq->ibv;
+}
 
-fail:
-	if (srq->map)
-		munmap(srq->map, srq->map_size);
-	ibv_cmd_destroy_srq(&srq->ibv);
-	std::free(srq);
-	errno = err;
-	return nullptr;
+/*
+ * The SRQ types sroce has: basic, and XRC (with its domain and the CQ its
+ * completions go to). libibverbs has checked neither the pointers nor the
+ * type, and dereferences them.
+ */
+struct ibv_srq *sroce_create_srq_ex(struct ibv_context *ibctx,
+				    struct ibv_srq_init_attr_ex *attr)
+{
+	const enum ibv_srq_type type = (attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ?
+					       attr->srq_type : IBV_SRQT_BASIC;
+
+	if ((attr->comp_mask & ~sroce::kSrqInitAttrMask) ||
+	    (type != IBV_SRQT_BASIC && type != IBV_SRQT_XRC)) {
+		errno = EOPNOTSUPP;
+		return nullptr;
+	}
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd ||
+	    (type == IBV_SRQT_XRC &&
+	     (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !attr->xrcd ||
+	      !(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !attr->cq))) {
+		errno = EINVAL;
+		return nullptr;
+	}
+
+	auto *srq = static_cast<sroce::srq *>(std::calloc(1, sizeof(sroce::srq)));
+	if (!srq) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+
+	/*
+	 * libibverbs' write() fallback reads srq_type even without the TYPE
+	 * bit: it gets the type meant.
+	 */
+	struct ibv_srq_init_attr_ex kattr = *attr;
+	kattr.comp_mask |= IBV_SRQ_INIT_ATTR_TYPE;
+	kattr.srq_type = type;
+
+	sroce::abi::cmd_create_xsrq cmd{};
+	sroce::create_srq_resp resp{};
+	int err = ibv_cmd_create_srq_ex(ibctx, &srq->vsrq, &kattr, &cmd, sizeof(cmd),
+					&resp.core, sizeof(resp));
+	if (err) {
+		std::free(srq);
+		errno = err;
+		return nullptr;
+	}
+	attr->attr.max_wr = kattr.attr.max_wr;
+	attr->attr.max_sge = kattr.attr.max_sge;
+
+	/* The core response and sroce's must name the same XRC SRQ. */
+	if (type == IBV_SRQT_XRC && resp.drv.srqn != srq->vsrq.srq_num) {
+		sroce_log(verbs_get_ctx(ibctx), SROCE_VERBS_LOG_ERR,
+			  "xrc srq number %u, driver data says %u",
+			  srq->vsrq.srq_num, resp.drv.srqn);
+		ibv_cmd_destroy_srq(&srq->ibv);
+		std::free(srq);
+		errno = EPROTO;
+		return nullptr;
+	}
+	err = sroce::map_srq(srq, resp.drv, attr->attr);
+	if (err) {
+		std::free(srq);
+		errno = err;
+		return nullptr;
+	}
+	sroce_log(verbs_get_ctx(ibctx), SROCE_VERBS_LOG_DEBUG,
+		  "%s srq %u: %u x %u", type == IBV_SRQT_XRC ? "xrc" : "basic",
+		  resp.drv.srqn, resp.drv.entries, resp.drv.wqe_size);
+	return &srq->ibv;
+}
+
+/* Only an XRC SRQ has a number senders use (EOPNOTSUPP otherwise). */
+int sroce_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num)
+{
+	const sroce::srq *srq = sroce::get_srq(ibsrq);
+
+	if (srq->vsrq.srq_type != IBV_SRQT_XRC)
+		return EOPNOTSUPP;
+	*srq_num = srq->vsrq.srq_num;
+	return 0;
 }
 
 /*

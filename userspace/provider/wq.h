@@ -238,16 +238,19 @@ static_assert(sizeof(abi::cmd_post_send) % 4 == 0 &&
 
 /* What a QP's send queue accepts; max_sge and max_inline fit the slot. */
 struct send_caps {
-	uint32_t qp_type = 0;		/* IBV_QPT_RC, _UC or _UD */
+	uint32_t qp_type = 0;		/* IBV_QPT_RC, _UC, _UD or _XRC_SEND */
 	uint32_t max_sge = 0;
 	uint32_t max_inline = 0;
 	bool sig_all = false;		/* every WQE is signaled */
 };
 
-/* Opcodes each QP type can carry (IBTA: atomics, reads, invalidate on RC). */
+/*
+ * Opcodes each QP type can carry (IBTA: atomics, reads, invalidate on RC).
+ * XRC is RC with a target SRQ number in every request: the same set.
+ */
 constexpr bool opcode_allowed(uint32_t qp_type, uint32_t opcode)
 {
-	const bool rc = qp_type == IBV_QPT_RC;
+	const bool rc = qp_type == IBV_QPT_RC || qp_type == IBV_QPT_XRC_SEND;
 	const bool uc = qp_type == IBV_QPT_UC;
 	const bool ud = qp_type == IBV_QPT_UD;
 
@@ -293,8 +296,9 @@ inline unsigned char *send_payload(sroce_send_wqe *w)
 
 /*
  * Starts a send WQE in a free slot: checks opcode and flags against the QP,
- * clears the header and fills wr_id, opcode and send_flags (plus SIGNALED on
- * an sq_sig_all QP). No SGEs, no inline data. Returns 0 or EINVAL.
+ * clears the header (xrc_srqn is 0 until put_xrc) and fills wr_id, opcode
+ * and send_flags (plus SIGNALED on an sq_sig_all QP). No SGEs, no inline
+ * data. Returns 0 or EINVAL.
  */
 inline int put_send_header(sroce_send_wqe *w, const send_caps &c, uint64_t wr_id,
 			   uint32_t opcode, unsigned int flags)
@@ -394,6 +398,21 @@ inline void put_ud(sroce_send_wqe *w, uint32_t ah_num, uint32_t remote_qpn,
 	w->wr.ud.remote_qkey = remote_qkey;
 }
 
+/* XRC SRQ numbers are 24 bits, like QP numbers (the XRCETH's SRQ field). */
+inline constexpr uint32_t kXrcSrqnMask = 0xffffff;
+
+/*
+ * The XRC SRQ at the target (XRC_SEND QPs only). Returns 0 or EINVAL (not
+ * an XRC_SEND QP, or not a 24-bit number).
+ */
+inline int put_xrc(sroce_send_wqe *w, const send_caps &c, uint32_t remote_srqn)
+{
+	if (c.qp_type != IBV_QPT_XRC_SEND || (remote_srqn & ~kXrcSrqnMask))
+		return EINVAL;
+	w->xrc_srqn = remote_srqn;
+	return 0;
+}
+
 /* Immediate data stays in network byte order, as libibverbs carries it. */
 inline void put_imm(sroce_send_wqe *w, __be32 imm)
 {
@@ -444,8 +463,9 @@ inline int put_bind(sroce_send_wqe *w, const struct ibv_mw *mw,
 
 /*
  * A whole ibv_send_wr into a free slot. ah_num is the sroce AH number of
- * wr.wr.ud.ah (UD QPs only). Returns 0 or EINVAL; on error the slot holds
- * garbage and must not be published.
+ * wr.wr.ud.ah (UD QPs only); an XRC_SEND QP's WQEs, local ones included,
+ * carry wr.qp_type.xrc.remote_srqn, every other type's 0. Returns 0 or
+ * EINVAL; on error the slot holds garbage and must not be published.
  */
 inline int write_send_wqe(void *slot, const send_caps &c,
 			  const struct ibv_send_wr &wr, uint32_t ah_num)
@@ -457,6 +477,11 @@ inline int write_send_wqe(void *slot, const send_caps &c,
 	int err = put_send_header(w, c, wr.wr_id, wr.opcode, wr.send_flags);
 	if (err)
 		return err;
+	if (c.qp_type == IBV_QPT_XRC_SEND) {
+		err = put_xrc(w, c, wr.qp_type.xrc.remote_srqn);
+		if (err)
+			return err;
+	}
 
 	/* Local operations: no SGEs, whatever sg_list holds. */
 	if (wr.opcode == IBV_WR_BIND_MW)
