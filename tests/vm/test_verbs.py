@@ -84,6 +84,11 @@ PERFTEST = {
     "write_bw_odp": ("ib_write_bw", "--odp -s 65536 -n %d --report_gbits" % ITERS, 65536),
     "read_bw_odp": ("ib_read_bw", "--odp -s 65536 -n %d --report_gbits" % ITERS, 65536),
     "send_bw_odp": ("ib_send_bw", "--odp -s 65536 -n %d --report_gbits" % ITERS, 65536),
+    # XRC (sroce only: Debian's rdma_rxe has no XRC): perftest's initiator and target
+    # QPs, its SENDs to the target's XRC SRQ
+    "send_bw_xrc": ("ib_send_bw", "-c XRC -s 65536 -n %d --report_gbits" % ITERS, 65536),
+    "write_bw_xrc": ("ib_write_bw", "-c XRC -s 65536 -n %d --report_gbits" % ITERS, 65536),
+    "read_lat_xrc": ("ib_read_lat", "-c XRC -s 2 -n %d" % ITERS, 2),
 }
 
 # A result row: "#bytes #iterations" followed by numbers (bw: peak, average, msg rate;
@@ -99,6 +104,8 @@ def test_perftest(pair, name):
     prog, flags, size = PERFTEST[name]
     if "--odp" in flags and pair.kinds != ("sroce", "sroce"):
         pytest.skip("rdma_rxe (Debian 6.1/6.12) has no on-demand paging")
+    if "-c XRC" in flags and pair.kinds != ("sroce", "sroce"):
+        pytest.skip("rdma_rxe (Debian 6.1/6.12) has no XRC")
     flags = flags.replace("{mtu}", str(pair.mtu))
     size = str(pair.mtu) if size == "{mtu}" else str(size)
     srv, cli = pair.server, pair.client

@@ -2938,6 +2938,442 @@ void odp(Env &e)
 		check("odp_rereg_dereg", ibv_dereg_mr(rmr) == 0);
 }
 
+/* ------------------------------------------------------------------ XRC */
+
+/*
+ * An XRC set-up on one device, over loopback: a domain opened through a
+ * file (so that a second open shares it), XRC SRQs 1 (the Env's PD, cq1)
+ * and 2 (a second PD, cq2) in it, SRQ 3 in another domain, and regions in
+ * both PDs for RDMA and atomics. ini/tgt are a connected initiator and
+ * target (xrc_connect()).
+ */
+struct Xrc {
+	Mapping map2{1 << 20};
+	char tmpl[32] = "/tmp/sroce-xrcd-XXXXXX";
+	int fd = -1;
+	struct ibv_xrcd *xrcd = nullptr, *other = nullptr;
+	struct ibv_pd *pd2 = nullptr;
+	struct ibv_mr *mr1 = nullptr, *mr2 = nullptr;	/* e.buf in pd, map2 in pd2 */
+	struct ibv_cq *scq = nullptr, *cq1 = nullptr, *cq2 = nullptr, *cq3 = nullptr;
+	struct ibv_srq *srq1 = nullptr, *srq2 = nullptr, *srq3 = nullptr;
+	uint32_t n1 = 0, n2 = 0, n3 = 0;
+	struct ibv_qp *ini = nullptr, *tgt = nullptr;
+};
+
+constexpr int kXrcAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+
+struct ibv_xrcd *xrcd_open(Env &e, int fd)
+{
+	struct ibv_xrcd_init_attr a = {};
+	a.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+	a.fd = fd;
+	a.oflags = O_CREAT;
+	return ibv_open_xrcd(e.ctx, &a);
+}
+
+struct ibv_srq *xrc_srq(Env &e, struct ibv_xrcd *xrcd, struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_srq_init_attr_ex a = {};
+	a.attr.max_wr = kSlots;
+	a.attr.max_sge = 2;
+	a.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD |
+		      IBV_SRQ_INIT_ATTR_CQ;
+	a.srq_type = IBV_SRQT_XRC;
+	a.pd = pd;
+	a.xrcd = xrcd;
+	a.cq = cq;
+	return ibv_create_srq_ex(e.ctx, &a);
+}
+
+bool xrc_setup(Env &e, Xrc &x)
+{
+	x.fd = mkstemp(x.tmpl);
+	if (x.fd < 0 || !x.map2)
+		return false;
+	unlink(x.tmpl);
+	x.xrcd = xrcd_open(e, x.fd);
+	x.other = xrcd_open(e, -1);
+	x.pd2 = ibv_alloc_pd(e.ctx);
+	if (!x.xrcd || !x.other || !x.pd2)
+		return false;
+	x.mr1 = ibv_reg_mr(e.pd, e.buf, kBufSize, kXrcAccess);
+	x.mr2 = ibv_reg_mr(x.pd2, x.map2.p(), 1 << 20, kXrcAccess);
+	x.scq = ibv_create_cq(e.ctx, 64, nullptr, nullptr, 0);
+	x.cq1 = ibv_create_cq(e.ctx, 64, nullptr, nullptr, 0);
+	x.cq2 = ibv_create_cq(e.ctx, 64, nullptr, nullptr, 0);
+	x.cq3 = ibv_create_cq(e.ctx, 64, nullptr, nullptr, 0);
+	if (!x.mr1 || !x.mr2 || !x.scq || !x.cq1 || !x.cq2 || !x.cq3)
+		return false;
+	x.srq1 = xrc_srq(e, x.xrcd, e.pd, x.cq1);
+	x.srq2 = xrc_srq(e, x.xrcd, x.pd2, x.cq2);
+	x.srq3 = xrc_srq(e, x.other, e.pd, x.cq3);
+	return x.srq1 && x.srq2 && x.srq3 && !ibv_get_srq_num(x.srq1, &x.n1) &&
+	       !ibv_get_srq_num(x.srq2, &x.n2) && !ibv_get_srq_num(x.srq3, &x.n3);
+}
+
+void xrc_drop_qps(Xrc &x, std::string *why)
+{
+	if (x.ini && ibv_destroy_qp(x.ini))
+		*why += " destroy ini";
+	if (x.tgt && ibv_destroy_qp(x.tgt))
+		*why += " destroy tgt";
+	x.ini = x.tgt = nullptr;
+}
+
+/* Connect a new initiator (send ops for ibv_wr_* if ops) to a new target. */
+bool xrc_connect(Env &e, Xrc &x, uint64_t ops = 0)
+{
+	struct ibv_qp_init_attr_ex ia = {};
+	ia.qp_type = IBV_QPT_XRC_SEND;
+	ia.send_cq = x.scq;
+	ia.cap.max_send_wr = kSlots;
+	ia.cap.max_send_sge = 2;
+	ia.comp_mask = IBV_QP_INIT_ATTR_PD | (ops ? IBV_QP_INIT_ATTR_SEND_OPS_FLAGS : 0);
+	ia.pd = e.pd;
+	ia.send_ops_flags = ops;
+	x.ini = ibv_create_qp_ex(e.ctx, &ia);
+	ia = {};
+	ia.qp_type = IBV_QPT_XRC_RECV;
+	ia.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+	ia.xrcd = x.xrcd;
+	x.tgt = ibv_create_qp_ex(e.ctx, &ia);
+	if (!x.ini || !x.tgt)
+		return false;
+	sroce_tool::Path p = loopback_path(e, IBV_QPT_XRC_SEND, x.tgt->qp_num);
+	p.max_rd_atomic = p.max_dest_rd_atomic = 4;
+	p.retry_cnt = 7;
+	p.rnr_retry = 7;
+	if (sroce_tool::connect_qp(x.ini, p))
+		return false;
+	p = loopback_path(e, IBV_QPT_XRC_RECV, x.ini->qp_num);
+	p.access = kXrcAccess;
+	p.max_rd_atomic = p.max_dest_rd_atomic = 4;
+	return sroce_tool::connect_qp(x.tgt, p) == 0;
+}
+
+void xrc_teardown(Xrc &x, std::string *why)
+{
+	xrc_drop_qps(x, why);
+	for (struct ibv_srq *s : {x.srq1, x.srq2, x.srq3})
+		if (s && ibv_destroy_srq(s))
+			*why += " destroy srq";
+	for (struct ibv_cq *c : {x.scq, x.cq1, x.cq2, x.cq3})
+		if (c && ibv_destroy_cq(c))
+			*why += " destroy cq";
+	for (struct ibv_mr *m : {x.mr1, x.mr2})
+		if (m && ibv_dereg_mr(m))
+			*why += " dereg mr";
+	if (x.pd2 && ibv_dealloc_pd(x.pd2))
+		*why += " dealloc pd";
+	for (struct ibv_xrcd *d : {x.xrcd, x.other})
+		if (d && ibv_close_xrcd(d))
+			*why += " close xrcd";
+	if (x.fd >= 0)
+		close(x.fd);
+}
+
+/* One signaled work request from the initiator to SRQ srqn: its status. */
+int xrc_post(Xrc &x, uint32_t srqn, struct ibv_send_wr wr, struct ibv_wc *out = nullptr)
+{
+	struct ibv_send_wr *bad = nullptr;
+	wr.send_flags |= IBV_SEND_SIGNALED;
+	wr.qp_type.xrc.remote_srqn = srqn;
+	if (ibv_post_send(x.ini, &wr, &bad))
+		return -1;
+	struct ibv_wc wc;
+	if (!wait_wc(x.scq, &wc))
+		return -2;
+	if (out)
+		*out = wc;
+	return wc.status;
+}
+
+int xrc_rdma(Xrc &x, uint32_t srqn, enum ibv_wr_opcode op, void *local, void *remote,
+	     uint32_t rkey, uint32_t len)
+{
+	struct ibv_sge sge = {reinterpret_cast<uintptr_t>(local), len, x.mr1->lkey};
+	struct ibv_send_wr wr = {};
+	wr.wr_id = op;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = op;
+	wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(remote);
+	wr.wr.rdma.rkey = rkey;
+	return xrc_post(x, srqn, wr);
+}
+
+int xrc_srq_recv(struct ibv_srq *srq, uint64_t wr_id, void *addr, uint32_t len, uint32_t lkey)
+{
+	struct ibv_sge sge = {reinterpret_cast<uintptr_t>(addr), len, lkey};
+	struct ibv_recv_wr wr = {}, *bad = nullptr;
+	wr.wr_id = wr_id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	return ibv_post_srq_recv(srq, &wr, &bad);
+}
+
+/* Message msg of len bytes from e.buf to SRQ srqn; its status. */
+int xrc_send(Env &e, Xrc &x, uint32_t srqn, uint32_t msg, uint32_t len, bool imm = false)
+{
+	fill(e.buf, msg, len);
+	struct ibv_sge sge = {reinterpret_cast<uintptr_t>(e.buf), len, x.mr1->lkey};
+	struct ibv_send_wr wr = {};
+	wr.wr_id = msg;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
+	wr.imm_data = htobe32(0xc0de0000 | msg);
+	return xrc_post(x, srqn, wr);
+}
+
+/* The receive of message msg (len bytes at buf) on cq: "" or what is wrong. */
+std::string xrc_recv_ok(Xrc &x, struct ibv_cq *cq, uint32_t msg, const void *buf, uint32_t len,
+			bool imm = false)
+{
+	struct ibv_wc wc = {};
+	if (!wait_wc(cq, &wc))
+		return strf("msg %u: no receive completion", msg);
+	if (wc.status != IBV_WC_SUCCESS || wc.wr_id != msg || wc.byte_len != len ||
+	    wc.opcode != IBV_WC_RECV || wc.qp_num != x.tgt->qp_num ||
+	    wc.src_qp != x.ini->qp_num)
+		return strf("msg %u: %s byte_len %u opcode %d qp_num %u src_qp %u (tgt %u, ini %u)",
+			    msg, wc_text(wc).c_str(), wc.byte_len, wc.opcode, wc.qp_num,
+			    wc.src_qp, x.tgt->qp_num, x.ini->qp_num);
+	if (imm != !!(wc.wc_flags & IBV_WC_WITH_IMM) ||
+	    (imm && be32toh(wc.imm_data) != (0xc0de0000 | msg)))
+		return strf("msg %u: immediate data wrong (flags 0x%x)", msg, wc.wc_flags);
+	const long bad = first_bad(buf, msg, len);
+	return bad >= 0 ? strf("msg %u: byte %ld differs", msg, bad) : "";
+}
+
+/* A request the target must refuse: the initiator's status, the target in ERR. */
+std::string xrc_refused(Env &e, Xrc &x, const char *what, const std::function<int()> &post,
+			int want)
+{
+	std::string why;
+	if (!xrc_connect(e, x))
+		return strf("%s: setup: %s", what, errno_text(errno).c_str());
+	const int st = post();
+	if (st != want)
+		why = strf("%s: initiator got %s, want %s", what, st_text(st).c_str(),
+			   st_text(want).c_str());
+	else if (wait_err(x.tgt) != IBV_QPS_ERR)
+		why = strf("%s: target not in ERR", what);
+	xrc_drop_qps(x, &why);
+	return why;
+}
+
+/*
+ * XRC: one initiator reaches SRQs of two PDs through one target; every
+ * request uses the PD and CQ of the SRQ it names; SRQs of another domain,
+ * unknown numbers and keys of another PD are refused; a second open of the
+ * domain's file shares it (ibv_open_qp); an SRQ goes away under a target.
+ */
+void xrc(Env &e)
+{
+	Xrc x;
+	std::string why;
+	if (!xrc_setup(e, x)) {
+		check("xrc_setup", false, errno_text(errno));
+		xrc_teardown(x, &why);
+		return;
+	}
+	check("xrc_srq_numbers", x.n1 && x.n2 && x.n3 && x.n1 != x.n2 && x.n2 != x.n3 &&
+	      x.n1 != x.n3, strf("%u %u %u", x.n1, x.n2, x.n3));
+
+	/* SENDs: each to its SRQ's buffer, PD and CQ; multi-packet, immediate */
+	char *r1 = e.buf + kRecvOff;
+	char *r2 = reinterpret_cast<char *>(x.map2.p(0));
+	if (!xrc_connect(e, x)) {
+		check("xrc_connect", false, errno_text(errno));
+		xrc_teardown(x, &why);
+		return;
+	}
+	if (xrc_srq_recv(x.srq1, 1, r1, 8192, x.mr1->lkey) ||
+	    xrc_srq_recv(x.srq2, 2, r2, 8192, x.mr2->lkey) ||
+	    xrc_srq_recv(x.srq1, 3, r1 + 8192, 64, x.mr1->lkey))
+		why = "post_srq_recv";
+	int st;
+	if (why.empty() && (st = xrc_send(e, x, x.n1, 1, 5000)) != IBV_WC_SUCCESS)
+		why = "send 1: " + st_text(st);
+	if (why.empty())
+		why = xrc_recv_ok(x, x.cq1, 1, r1, 5000);
+	if (why.empty() && (st = xrc_send(e, x, x.n2, 2, 3000)) != IBV_WC_SUCCESS)
+		why = "send 2: " + st_text(st);
+	if (why.empty())
+		why = xrc_recv_ok(x, x.cq2, 2, r2, 3000);
+	if (why.empty() && (st = xrc_send(e, x, x.n1, 3, 60, true)) != IBV_WC_SUCCESS)
+		why = "send 3: " + st_text(st);
+	if (why.empty())
+		why = xrc_recv_ok(x, x.cq1, 3, r1 + 8192, 60, true);
+	if (why.empty() && (unpolled(x.cq1) || unpolled(x.cq2) || unpolled(x.cq3)))
+		why = "extra completions";
+	check("xrc_send_to_two_srqs", why.empty(), why);
+
+	/* RDMA and atomics in SRQ 2's PD */
+	why.clear();
+	char *src = e.buf + 0x10000, *dst = e.buf + 0x20000;
+	char *t = reinterpret_cast<char *>(x.map2.p(0x40000));
+	fill(src, 7, 6000);
+	std::memset(t, 0, 6000);
+	if ((st = xrc_rdma(x, x.n2, IBV_WR_RDMA_WRITE, src, t, x.mr2->rkey, 6000)))
+		why = "write: " + st_text(st);
+	else if (first_bad(t, 7, 6000) >= 0)
+		why = "written bytes differ";
+	std::memset(dst, 0, 6000);
+	if (why.empty() &&
+	    (st = xrc_rdma(x, x.n2, IBV_WR_RDMA_READ, dst, t, x.mr2->rkey, 6000)))
+		why = "read: " + st_text(st);
+	else if (why.empty() && first_bad(dst, 7, 6000) >= 0)
+		why = "read bytes differ";
+	auto *word = reinterpret_cast<uint64_t *>(x.map2.p(0x50000));
+	auto *orig = reinterpret_cast<uint64_t *>(e.buf + 0x30000);
+	*word = 40;
+	if (why.empty()) {
+		struct ibv_sge sge = {reinterpret_cast<uintptr_t>(orig), 8, x.mr1->lkey};
+		struct ibv_send_wr wr = {};
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+		wr.wr.atomic.remote_addr = reinterpret_cast<uintptr_t>(word);
+		wr.wr.atomic.rkey = x.mr2->rkey;
+		wr.wr.atomic.compare_add = 2;
+		if ((st = xrc_post(x, x.n2, wr)) || *orig != 40 || *word != 42)
+			why = strf("fetch_add: %s orig %" PRIu64 " now %" PRIu64,
+				   st_text(st).c_str(), *orig, *word);
+		wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+		wr.wr.atomic.compare_add = 42;
+		wr.wr.atomic.swap = 99;
+		if (why.empty() && ((st = xrc_post(x, x.n2, wr)) || *orig != 42 || *word != 99))
+			why = strf("cmp_swp: %s orig %" PRIu64 " now %" PRIu64,
+				   st_text(st).c_str(), *orig, *word);
+	}
+	check("xrc_rdma_and_atomics", why.empty(), why);
+
+	/* no queues to post to on a target; no receive queue on an initiator */
+	why.clear();
+	{
+		struct ibv_recv_wr rwr = {}, *rbad = nullptr;
+		struct ibv_send_wr swr = {}, *sbad = nullptr;
+		swr.opcode = IBV_WR_SEND;
+		if (ibv_post_recv(x.tgt, &rwr, &rbad) != EINVAL)
+			why += " post_recv(tgt)";
+		if (ibv_post_send(x.tgt, &swr, &sbad) != EINVAL)
+			why += " post_send(tgt)";
+		if (ibv_post_recv(x.ini, &rwr, &rbad) != EINVAL)
+			why += " post_recv(ini)";
+	}
+	check("xrc_no_queues_where_none", why.empty(), why);
+
+	/* a second open of the file shares the domain: ibv_open_qp reaches the target */
+	why.clear();
+	struct ibv_xrcd *again = xrcd_open(e, x.fd);
+	struct ibv_qp *opened = nullptr;
+	if (!again) {
+		why = "second open: " + errno_text(errno);
+	} else {
+		struct ibv_qp_open_attr oa = {};
+		oa.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD |
+			       IBV_QP_OPEN_ATTR_TYPE;
+		oa.qp_num = x.tgt->qp_num;
+		oa.qp_type = IBV_QPT_XRC_RECV;
+		oa.xrcd = again;
+		opened = ibv_open_qp(e.ctx, &oa);
+		if (!opened)
+			why = "open_qp: " + errno_text(errno);
+	}
+	if (opened) {
+		/* the creator's handle goes; the opened one keeps the target */
+		int rc = ibv_destroy_qp(x.tgt);
+		x.tgt = opened;
+		if (rc)
+			why = "destroy creator's handle: " + errno_text(rc);
+		else if (sroce_tool::qp_state(opened) != IBV_QPS_RTS)
+			why = strf("opened target in state %d", sroce_tool::qp_state(opened));
+		else if (xrc_srq_recv(x.srq1, 4, r1, 8192, x.mr1->lkey))
+			why = "post_srq_recv";
+		else if ((st = xrc_send(e, x, x.n1, 4, 100)) != IBV_WC_SUCCESS)
+			why = "send via opened target: " + st_text(st);
+		else
+			why = xrc_recv_ok(x, x.cq1, 4, r1, 100);
+	}
+	xrc_drop_qps(x, &why);
+	if (again && ibv_close_xrcd(again))
+		why += " close second open";
+	check("xrc_shared_domain_open_qp", why.empty(), why);
+
+	/* the ibv_wr_* API names the SRQ with ibv_wr_set_xrc_srqn */
+	why.clear();
+	if (!xrc_connect(e, x, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE)) {
+		why = "setup: " + errno_text(errno);
+	} else if (xrc_srq_recv(x.srq2, 5, r2, 8192, x.mr2->lkey)) {
+		why = "post_srq_recv";
+	} else {
+		fill(e.buf, 5, 2000);
+		struct ibv_qp_ex *qpx = ibv_qp_to_qp_ex(x.ini);
+		ibv_wr_start(qpx);
+		qpx->wr_id = 5;
+		qpx->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_send(qpx);
+		ibv_wr_set_xrc_srqn(qpx, x.n2);
+		ibv_wr_set_sge(qpx, x.mr1->lkey, reinterpret_cast<uintptr_t>(e.buf), 2000);
+		struct ibv_wc wc = {};
+		const int rc = ibv_wr_complete(qpx);
+		if (rc)
+			why = "wr_complete: " + errno_text(rc);
+		else if (!wait_wc(x.scq, &wc) || wc.status != IBV_WC_SUCCESS)
+			why = "send: " + wc_text(wc);
+		else
+			why = xrc_recv_ok(x, x.cq2, 5, r2, 2000);
+	}
+	xrc_drop_qps(x, &why);
+	check("xrc_wr_set_xrc_srqn", why.empty(), why);
+
+	/* refusals: nothing lands, the initiator learns why, the target stops */
+	std::memset(t, 0x5a, 64);
+	why = xrc_refused(e, x, "rkey of another PD", [&] {
+		return xrc_rdma(x, x.n1, IBV_WR_RDMA_WRITE, src, t, x.mr2->rkey, 64);
+	}, IBV_WC_REM_ACCESS_ERR);
+	for (int i = 0; i < 64 && why.empty(); i++)
+		if (static_cast<uint8_t>(t[i]) != 0x5a)
+			why = "the write landed";
+	check("xrc_key_of_other_pd_refused", why.empty(), why);
+	why = xrc_refused(e, x, "unknown SRQ", [&] {
+		return xrc_send(e, x, 0xfffffe, 6, 64);
+	}, IBV_WC_REM_INV_REQ_ERR);
+	check("xrc_unknown_srq_refused", why.empty(), why);
+	why.clear();
+	if (xrc_srq_recv(x.srq3, 7, r1, 64, x.mr1->lkey))
+		why = "post_srq_recv";
+	else
+		why = xrc_refused(e, x, "other domain", [&] {
+			return xrc_send(e, x, x.n3, 7, 64);
+		}, IBV_WC_REM_INV_REQ_ERR);
+	if (why.empty() && unpolled(x.cq3))
+		why = "the other domain's SRQ completed a receive";
+	check("xrc_srq_of_other_domain_refused", why.empty(), why);
+
+	/* an SRQ destroyed under a live target: its number is refused */
+	why.clear();
+	if (!xrc_connect(e, x)) {
+		why = "setup: " + errno_text(errno);
+	} else {
+		const int rc = ibv_destroy_srq(x.srq1);
+		x.srq1 = nullptr;
+		if (rc)
+			why = "destroy_srq: " + errno_text(rc);
+		else if ((st = xrc_send(e, x, x.n1, 8, 64)) != IBV_WC_REM_INV_REQ_ERR)
+			why = "send: " + st_text(st);
+	}
+	xrc_drop_qps(x, &why);
+	check("xrc_destroyed_srq_refused", why.empty(), why);
+
+	why.clear();
+	xrc_teardown(x, &why);
+	check("xrc_teardown", why.empty(), why);
+}
+
 } // namespace breadth
 
 void breadth_cases(wqs::Env &e, const char *only)
@@ -2954,6 +3390,7 @@ void breadth_cases(wqs::Env &e, const char *only)
 		{"multicast", breadth::multicast},
 		{"import_device", breadth::import_device},
 		{"odp", breadth::odp},
+		{"xrc", breadth::xrc},
 	}, only);
 }
 

@@ -388,7 +388,8 @@ int qp_to_rtr(struct ibv_qp *qp, const Path &p)
 		a.ah_attr = ah_attr_to(p.port, p.sgid_index, p.dgid);
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
 	}
-	if (p.type == IBV_QPT_RC) {
+	/* an XRC initiator has no responder: ib_core refuses these for it */
+	if (p.type == IBV_QPT_RC || p.type == IBV_QPT_XRC_RECV) {
 		a.max_dest_rd_atomic = p.max_dest_rd_atomic;
 		a.min_rnr_timer = p.min_rnr_timer;
 		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
@@ -402,13 +403,17 @@ int qp_to_rts(struct ibv_qp *qp, const Path &p)
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = p.sq_psn;
 	int mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (p.type == IBV_QPT_RC) {
+	if (p.type == IBV_QPT_RC || p.type == IBV_QPT_XRC_SEND) {
 		a.timeout = p.timeout;
 		a.retry_cnt = p.retry_cnt;
 		a.rnr_retry = p.rnr_retry;
 		a.max_rd_atomic = p.max_rd_atomic;
 		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			IBV_QP_MAX_QP_RD_ATOMIC;
+	} else if (p.type == IBV_QPT_XRC_RECV) {
+		/* a target sends no requests: no retries to set */
+		a.timeout = p.timeout;
+		mask |= IBV_QP_TIMEOUT;
 	}
 	return modify(qp, a, mask);
 }
