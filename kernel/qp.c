@@ -378,6 +378,12 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (udata)
 		ibuc = &rdma_udata_to_drv_context(udata, struct sroce_ucontext,
 						  ibuc)->ibuc;
+	/*
+	 * A target has no queues to post to, whatever sizes it was asked for
+	 * (ib_core passes user space's): an SQ of one slot that stays empty.
+	 */
+	if (init->qp_type == IB_QPT_XRC_TGT)
+		memset(&init->cap, 0, sizeof(init->cap));
 	sroce_qp_init(qp, sdev, init, !!udata);
 	err = dst_cache_init(&qp->tx_dst, GFP_KERNEL);
 	if (err)
@@ -391,7 +397,7 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (err)
 		goto err_queues;
 	if (qp->xrc == SROCE_XRC_TGT)
-		memset(&init->cap, 0, sizeof(init->cap));	/* no queues to post to */
+		memset(&init->cap, 0, sizeof(init->cap));	/* as query_qp says */
 	if (udata) {
 		err = sroce_qp_copy_resp(qp, udata);
 		if (err)

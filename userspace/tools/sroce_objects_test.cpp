@@ -3264,6 +3264,27 @@ void xrc(Env &e)
 		if (ibv_post_recv(x.ini, &rwr, &rbad) != EINVAL)
 			why += " post_recv(ini)";
 	}
+	{
+		/* whatever queue sizes a target is asked for, it gets none */
+		struct ibv_qp_init_attr_ex ia = {};
+		ia.qp_type = IBV_QPT_XRC_RECV;
+		ia.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+		ia.xrcd = x.xrcd;
+		ia.cap.max_send_wr = 0x80000001u;
+		ia.cap.max_send_sge = 100000;
+		ia.cap.max_inline_data = 1u << 30;
+		struct ibv_qp *big = ibv_create_qp_ex(e.ctx, &ia);
+		struct ibv_qp_attr qa = {};
+		struct ibv_qp_init_attr qi = {};
+		if (!big)
+			why += " target with huge caps: " + errno_text(errno);
+		else if (ibv_query_qp(big, &qa, IBV_QP_CAP, &qi) || qa.cap.max_send_wr ||
+			 qa.cap.max_send_sge || qa.cap.max_inline_data || qa.cap.max_recv_wr)
+			why += strf(" target caps %u/%u/%u", qa.cap.max_send_wr,
+				    qa.cap.max_send_sge, qa.cap.max_inline_data);
+		if (big && ibv_destroy_qp(big))
+			why += " destroy big target";
+	}
 	check("xrc_no_queues_where_none", why.empty(), why);
 
 	/* a second open of the file shares the domain: ibv_open_qp reaches the target */
