@@ -338,8 +338,7 @@ static_assert(sizeof(verbs_xrcd) == 16);
  * (zeroed: srq_type 0 is IBV_SRQT_BASIC); the command fills srq (context,
  * handle, mutex/cond), and for an XRC SRQ srq_type, xrcd and srq_num (the
  * kernel's XRC SRQ number); the ioctl path also srq_type of a basic SRQ,
- * and cq when IBV_SRQ_INIT_ATTR_CQ was given. ibv_cmd_create_srq (the basic
- * path) fills only srq.
+ * and cq when IBV_SRQ_INIT_ATTR_CQ was given.
  */
 struct verbs_srq {
 	struct ibv_srq srq;		/* must stay first */
@@ -877,22 +876,6 @@ static_assert(sizeof(ib_uverbs_modify_qp) == 112 && alignof(ib_uverbs_modify_qp)
 static_assert(sizeof(cmd_modify_qp) ==
 	      sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_modify_qp));
 
-/* IB_USER_VERBS_CMD_CREATE_SRQ: libibverbs' struct ibv_create_srq */
-struct cmd_create_srq {
-	ib_uverbs_cmd_hdr hdr;
-	uint64_t response;
-	uint64_t user_handle;
-	uint32_t pd_handle;
-	uint32_t max_wr;
-	uint32_t max_sge;
-	uint32_t srq_limit;
-};
-static_assert(sizeof(ib_uverbs_create_srq) == 32);
-static_assert(offsetof(cmd_create_srq, srq_limit) ==
-	      sizeof(ib_uverbs_cmd_hdr) + offsetof(ib_uverbs_create_srq, srq_limit));
-static_assert(sizeof(cmd_create_srq) ==
-	      sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_create_srq));
-
 struct resp_create_srq_core {
 	uint32_t srq_handle;
 	uint32_t max_wr;
@@ -1140,16 +1123,11 @@ int ibv_cmd_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 int ibv_cmd_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 			 uint16_t lid);
 
-/* Sets srq->context, handle, mutex/cond; writes max_wr/max_sge back. */
-int ibv_cmd_create_srq(struct ibv_pd *pd, struct ibv_srq *srq,
-		       struct ibv_srq_init_attr *attr,
-		       sroce::abi::cmd_create_srq *cmd, size_t cmd_size,
-		       sroce::abi::resp_create_srq_core *resp, size_t resp_size);
 /*
  * Needs IBV_SRQ_INIT_ATTR_PD (EINVAL; EOPNOTSUPP from
  * IBV_SRQ_INIT_ATTR_RESERVED up); an XRC SRQ also XRCD and CQ, a
- * tag-matching one CQ and TM. Fills srq->srq like ibv_cmd_create_srq, and
- * srq_type, xrcd and srq_num (XRC), cq (with IBV_SRQ_INIT_ATTR_CQ); writes
+ * tag-matching one CQ and TM. Fills srq->srq (context, handle,
+ * mutex/cond), and srq_type, xrcd and srq_num (XRC), cq (with IBV_SRQ_INIT_ATTR_CQ); writes
  * max_wr/max_sge back into attr->attr. Its write() fallback picks the
  * command from attr->srq_type without looking at the TYPE bit.
  */

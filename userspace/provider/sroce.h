@@ -116,8 +116,8 @@ struct qp {
 
 /*
  * A shared receive queue, basic or XRC: one receive ring, mapped like a
- * QP's RQ. ibv_cmd_create_srq fills ibv, ibv_cmd_create_srq_ex all of vsrq
- * (type, XRC domain, XRC SRQ number). srqn is the kernel's number for
+ * QP's RQ. ibv_cmd_create_srq_ex fills vsrq (for XRC also the type, the
+ * domain and the XRC SRQ number). srqn is the kernel's number for
  * either type, from the driver response. vsrq comes first in the union so
  * that srq{} zeroes all of it.
  */

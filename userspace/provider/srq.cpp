@@ -105,31 +105,21 @@ int attach_srq_ring(srq *srq, uint32_t max_wr, uint32_t max_sge,
 
 extern "C" {
 
+/* ibv_create_srq(): a basic SRQ, through the one creation path below. */
 struct ibv_srq *sroce_create_srq(struct ibv_pd *ibpd,
 				 struct ibv_srq_init_attr *attr)
 {
-	auto *srq = static_cast<sroce::srq *>(std::calloc(1, sizeof(sroce::srq)));
-	if (!srq) {
-		errno = ENOMEM;
-		return nullptr;
-	}
+	struct ibv_srq_init_attr_ex ex = {};
 
-	sroce::abi::cmd_create_srq cmd{};
-	sroce::create_srq_resp resp{};
-	int err = ibv_cmd_create_srq(ibpd, &srq->ibv, attr, &cmd, sizeof(cmd),
-				     &resp.core, sizeof(resp));
-	if (err) {
-		std::free(srq);
-		errno = err;
-		return nullptr;
-	}
-	err = sroce::map_srq(srq, resp.drv, attr->attr);
-	if (err) {
-		std::free(srq);
-		errno = err;
-		return nullptr;
-	}
-	return &srq->ibv;
+	ex.srq_context = attr->srq_context;
+	ex.attr = attr->attr;
+	ex.comp_mask = IBV_SRQ_INIT_ATTR_PD;
+	ex.pd = ibpd;
+
+	struct ibv_srq *srq = sroce_create_srq_ex(ibpd->context, &ex);
+	if (srq)
+		attr->attr = ex.attr;
+	return srq;
 }
 
 /*
