@@ -2,9 +2,15 @@
 # SPDX-License-Identifier: GPL-2.0
 """make bench: sroce against rdma_rxe and TCP on the same link, in one rig run.
 
-Boots two guests once, as users run them (no slub_debug), and measures, server
-in guest 0 and client in guest 1, at each netdev MTU (--mtus, default 1500 and
-9000; the RoCE path MTU follows: 1024 and 4096):
+Boots two guests as users run them (no slub_debug), and measures, server in
+guest 0 and client in guest 1, at each netdev MTU (--mtus, default 1500 and
+9000; the RoCE path MTU follows: 1024 and 4096). sroce and rdma_rxe never share
+a boot: before one runs in guests where the other has been loaded, both guests
+are booted afresh (each boot's consoles are kept in <out>/boot-N), so what one
+module leaves behind cannot touch the other's runs and a crash belongs to the
+kind that ran. A guest that dies is booted afresh too, and the bench goes on;
+rdma_rxe's own crashes (in a boot where sroce never loaded) cost rdma_rxe its
+runs, not the bench its exit status.
 
   perftest, sroce<->sroce and rxe<->rxe (BW average in Gb/s; t_typical in usec):
     ib_write_bw / ib_read_bw / ib_send_bw at 64 KiB and 4 KiB, ib_write_bw -q 4
@@ -22,8 +28,8 @@ every side of a ratio alike. Reported: median, spread (min..max), the ratios
 sroce/rxe and sroce/TCP, and the guests' CPU time per GiB moved (both guests'
 busy time from /proc/stat over a window inside each bandwidth run, so process
 start-up stays out). perftest bandwidth runs last -D 8 s and are measured within
-2 s margins. --profile runs chosen perftest cases once more under perf record
-in both guests, with the host's CPU time per QEMU thread. Outputs in --out
+2 s margins. --profile runs chosen perftest or NVMe cases once more under perf
+record in both guests, with the host's CPU time per QEMU thread. Outputs in --out
 (default build/bench): bench.json, bench.png (the ratios), every run's log and
 profile-*.txt.
 
@@ -35,6 +41,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import statistics
 import sys
 import time
@@ -128,7 +135,11 @@ def host_threads(rig):
     out = {}
     for g in rig.guests:
         base = "/proc/%d/task" % g.qemu.pid
-        for tid in os.listdir(base):
+        try:
+            tids = os.listdir(base)
+        except OSError:
+            continue        # that QEMU is gone (its guest died)
+        for tid in tids:
             try:
                 with open("%s/%s/stat" % (base, tid)) as f:
                     st = f.read()
@@ -168,15 +179,19 @@ def busy_profile(report, top=25):
 
 
 class Bench:
-    def __init__(self, rig, a):
-        self.rig, self.a = rig, a
-        self.srv, self.cli = rig[0], rig[1]
-        self.out = rig.outdir
+    def __init__(self, make_rig, a):
+        """make_rig(n): the rig of boot n (its consoles in <out>/boot-n), not started."""
+        self.make_rig, self.a = make_rig, a
+        self.boots = 1
+        self.rig = make_rig(1)
+        self.srv, self.cli = self.rig[0], self.rig[1]
+        self.out = a.out
         # results[mtu][case][kind] = {"runs": [...], "cpu_per_gib": [...], "error": str}
         self.results = {}
         self.meta = {}
         self.status = 0
         self.profiling = False
+        self.loaded = set()     # RDMA kinds loaded since the guests booted
 
     # ---------------------------------------------------------------- recording
 
@@ -321,7 +336,8 @@ class Bench:
             raise BenchError("client: " + first_error(c))
         self.record(mtu, "sockperf", "tcp", float(m.group(1)))
 
-    def nvme(self, mtu, rep, kind):
+    def nvme(self, mtu, rep, kind, only=None):
+        """The NVME_CASES (only: just that one) over kind's transport."""
         trtype = "tcp" if kind == "tcp" else "rdma"
         t_g, h_g = self.srv, self.cli
         with storage.guest_state(t_g, h_g) as (ts, hs):
@@ -329,7 +345,7 @@ class Bench:
                 with storage.nvme_host(h_g, tgt) as host:
                     dev = "/dev/" + host.ns[1]
                     for name, rw, bs, depth, metric in NVME_CASES:
-                        if self.failed(mtu, name, kind):
+                        if self.failed(mtu, name, kind) or only not in (None, name):
                             continue
                         cmd = ("fio --name=%s --filename=%s --rw=%s --bs=%s --iodepth=%d "
                                "--ioengine=libaio --direct=1 --runtime=%d --time_based "
@@ -340,7 +356,7 @@ class Bench:
                         win.start()
                         r = h_g.run(cmd, timeout=self.a.timeout)
                         cpu = win.seconds()
-                        self.log("%d-%s-%s-%d" % (mtu, kind, name, rep), ("host g1", r))
+                        self.log("%d-%s-%s-%s" % (mtu, kind, name, rep), ("host g1", r))
                         try:
                             if not r.ok:
                                 raise BenchError(first_error(r))
@@ -354,10 +370,13 @@ class Bench:
                             self.record(mtu, name, kind, rd["bw_bytes"] / 1e6,
                                         rd["bw_bytes"] * win.length, cpu)
 
-    def profile(self, mtu, kind, case):
-        """One more run of perftest case with perf record in both guests and the host's
-        per-thread CPU of the QEMU processes; the reports go to profile-*.txt."""
+    def profile(self, mtu, kind, name):
+        """One more run of case name (perftest or NVMe) with perf record in both
+        guests and the host's per-thread CPU of the QEMU processes; the reports go
+        to profile-*.txt."""
+        self.use(mtu, kind)
         gids = self.configure(mtu, kind)
+        case = [c for c in PERFTESTS if c[0] == name]
         for g in self.rig.guests:
             g.run("rm -f /tmp/bench.perf")
         perfs = [g.spawn(PERF_RECORD + " 2>/dev/null")
@@ -367,14 +386,17 @@ class Bench:
         t0 = time.time()
         self.profiling = True
         try:
-            self.perftest(mtu, "profile", kind, gids, case)
-        except (BenchError, rigmod.RigError) as e:
+            if case:
+                self.perftest(mtu, "profile", kind, gids, case[0])
+            else:
+                self.nvme(mtu, "profile", kind, only=name)
+        except (BenchError, AssertionError, rigmod.RigError) as e:
             print("    profile run failed: %s" % e)
         finally:
             self.profiling = False
         wall = time.time() - t0
         h1 = host_threads(self.rig)
-        text = ["%s, %s, netdev MTU %d: %.1f s wall" % (case[0], kind, mtu, wall),
+        text = ["%s, %s, netdev MTU %d: %.1f s wall" % (name, kind, mtu, wall),
                 "host CPU seconds per QEMU thread during the run:"]
         for k in sorted(h1, key=lambda k: -(h1[k] - h0.get(k, 0))):
             d = h1[k] - h0.get(k, 0)
@@ -387,13 +409,35 @@ class Bench:
             text += ["", "%s (%s) %s; perf report --sort sym:" % (
                 g.name, "server" if g is self.srv else "client", PERF_RECORD)] + \
                 busy_profile(rep.out)
-        path = os.path.join(self.out, "profile-%d-%s-%s.txt" % (mtu, kind, case[0]))
+        path = os.path.join(self.out, "profile-%d-%s-%s.txt" % (mtu, kind, name))
         with open(path, "w") as f:
             f.write("\n".join(text) + "\n")
         print("    profile: %s" % path, flush=True)
         self.meta.setdefault("profiles", []).append(path)
 
+    def reboot(self, mtu, why):
+        """Fresh guests at netdev MTU mtu; every boot's consoles stay in <out>/boot-N."""
+        self.rig.stop()
+        self.boots += 1
+        self.rig = self.make_rig(self.boots)
+        self.rig.start()
+        self.srv, self.cli = self.rig[0], self.rig[1]
+        self.loaded = set()
+        self.meta.setdefault("reboots", []).append(why)
+        print("  (fresh guests, %s: %s)" % (os.path.basename(self.rig.outdir), why), flush=True)
+        self.set_mtu(mtu)
+
+    def use(self, mtu, kind):
+        """One RDMA kind per boot: what one module leaves behind (or corrupts)
+        cannot touch the other's runs, and a crash is the kind's that ran."""
+        if kind == "tcp":
+            return
+        if self.loaded - {kind}:
+            self.reboot(mtu, "%s after %s" % (kind, ", ".join(sorted(self.loaded))))
+        self.loaded.add(kind)
+
     def run_kind(self, mtu, rep, kind):
+        self.use(mtu, kind)
         print("  %s (MTU %d, repetition %d of %d)" % (kind, mtu, rep, self.a.reps), flush=True)
         try:
             gids = self.configure(mtu, kind)
@@ -422,11 +466,29 @@ class Bench:
             except (AssertionError, rigmod.RigError) as e:
                 for c in NVME_CASES:
                     self.fail(mtu, c[0], kind, "nvme: %s" % e)
+        self.judge(mtu, kind, "repetition %d" % rep)
+
+    def judge(self, mtu, kind, what):
+        """The consoles since the last look, after kind's runs; fresh guests if one
+        died. True if what went wrong was rdma_rxe's own (see below)."""
+        theirs = False
         bad = self.rig.console_problems()
         if bad:
-            self.meta.setdefault("bad_console", []).extend(bad)
-            self.status = 1
-            print("  bad guest console lines:\n    " + "\n    ".join(bad), flush=True)
+            # rdma_rxe's own failures (in guests where sroce never loaded) are
+            # reported, and cost rdma_rxe the runs they broke, not the bench.
+            theirs = kind == "rxe" and self.loaded == {"rxe"}
+            self.meta.setdefault("rxe_console" if theirs else "bad_console", []).extend(
+                "%s (MTU %d, %s): %s" % (kind, mtu, what, ln) for ln in bad)
+            if not theirs:
+                self.status = 1
+            print("  bad guest console lines%s:\n    " % (
+                " (rdma_rxe's: sroce was not loaded in this boot)" if theirs else "") +
+                "\n    ".join(bad), flush=True)
+        dead = self.rig.health()
+        if dead:
+            self.reboot(mtu, "after %s: %s" % (kind, "; ".join(
+                "%s %s" % kv for kv in sorted(dead.items()))))
+        return theirs
 
     def cases(self, kind):
         names = ["iperf3", "sockperf"] if kind == "tcp" else [c[0] for c in PERFTESTS]
@@ -441,14 +503,18 @@ class Bench:
                 shift = (rep - 1) % len(kinds)
                 for kind in kinds[shift:] + kinds[:shift]:
                     self.run_kind(mtu, rep, kind)
-            for kind in [k for k in kinds if k != "tcp"]:
-                for case in [c for c in PERFTESTS if c[0] in self.a.profile]:
+            for kind in kinds:
+                for name in [c for c in self.cases(kind) if c in self.a.profile and
+                             c not in ("iperf3", "sockperf")]:
+                    failed = False
                     try:
-                        self.profile(mtu, kind, case)
+                        self.profile(mtu, kind, name)
                     except (AssertionError, rigmod.RigError) as e:
-                        self.status = 1
-                        print("    profile of %s %s FAILED: %s" % (kind, case[0], e),
+                        failed = True
+                        print("    profile of %s %s FAILED: %s" % (kind, name, e),
                               flush=True)
+                    if not self.judge(mtu, kind, "profile of " + name) and failed:
+                        self.status = 1
         for g in self.rig.guests:
             try:
                 guestrdma.unload_all_rdma_links(g)
@@ -600,9 +666,10 @@ def main():
     ap.add_argument("--no-nvme", dest="nvme", action="store_false")
     ap.add_argument("--skip", default="", help="perftest cases to leave out, comma-separated")
     ap.add_argument("--profile", default="",
-                    help="perftest cases to run once more per RDMA kind and MTU under perf "
-                         "record (both guests) and the host's per-thread accounting, e.g. "
-                         "write_bw_64k,send_lat: build/bench/profile-*.txt")
+                    help="perftest or NVMe cases to run once more per kind and MTU under "
+                         "perf record (both guests) and the host's per-thread accounting, "
+                         "e.g. write_bw_64k,send_lat,nvme_randread_4k: "
+                         "build/bench/profile-*.txt")
     ap.add_argument("--quick", action="store_true",
                     help="3 repetitions, MTU 1500 only, no NVMe, smaller runs")
     ap.add_argument("--slub-debug", action="store_true",
@@ -620,22 +687,38 @@ def main():
     a.mtus = [int(m) for m in a.mtus.split(",") if m]
     a.skip = set(x for x in a.skip.split(",") if x)
     a.profile = set(x for x in a.profile.split(",") if x)
-    unknown = (a.skip | a.profile) - set(c[0] for c in PERFTESTS)
+    known = [c[0] for c in PERFTESTS]
+    unknown = a.skip - set(known)
     if unknown:
         ap.error("unknown perftest cases: %s (known: %s)" % (
-            ", ".join(sorted(unknown)), ", ".join(c[0] for c in PERFTESTS)))
+            ", ".join(sorted(unknown)), ", ".join(known)))
+    known += [c[0] for c in NVME_CASES]
+    unknown = a.profile - set(known)
+    if unknown:
+        ap.error("unknown cases to profile: %s (known: %s)" % (
+            ", ".join(sorted(unknown)), ", ".join(known)))
 
-    rig = rigmod.Rig(guests=2, smp=a.smp, mem=a.mem, outdir=a.out, debug=a.slub_debug)
+    a.out = os.path.abspath(a.out)
+    shutil.rmtree(a.out, ignore_errors=True)
+    os.makedirs(a.out)
+
+    def make_rig(n):
+        return rigmod.Rig(guests=2, smp=a.smp, mem=a.mem, debug=a.slub_debug,
+                          outdir=os.path.join(a.out, "boot-%d" % n))
     t0 = time.time()
-    with rig:
+    b = Bench(make_rig, a)
+    try:
+        rig = b.rig.start()
         print("bench: 2 guests of %s (%s, %d vCPU, %d MiB each, %s) up in %.1f s; "
               "output in %s" % (rig.kver, "kvm" if rig.kvm else "tcg", a.smp, a.mem,
                                 "slub_debug=FZPU" if a.slub_debug else "no slub_debug",
-                                rig.boot_seconds, rig.outdir), flush=True)
+                                rig.boot_seconds, a.out), flush=True)
         load0 = os.getloadavg()
-        b = Bench(rig, a)
         b.run()
+        rig = b.rig
         bad = rig.console_problems()
+    finally:
+        b.rig.stop()
     bad += rig.bad_console_lines()
     summary = summarize(b.results, a.reps)
     print_table(summary, a.kinds)
@@ -650,7 +733,7 @@ def main():
         print("  %-18s %s" % (name, " | ".join("%s: %s" % kv for kv in cmds.items())))
     print("host load average: %.2f %.2f %.2f at start, %.2f %.2f %.2f at end (%d CPUs); "
           "%.0f s" % (load0 + os.getloadavg() + (os.cpu_count(), time.time() - t0)))
-    with open(os.path.join(rig.outdir, "bench.json"), "w") as f:
+    with open(os.path.join(a.out, "bench.json"), "w") as f:
         json.dump({"kver": rig.kver, "accel": "kvm" if rig.kvm else "tcg", "smp": a.smp,
                    "mem": a.mem, "reps": a.reps, "mtus": a.mtus, "kinds": a.kinds,
                    "meta": b.meta, "results": b.results, "summary": summary,
@@ -658,8 +741,8 @@ def main():
                   f, indent=2)
         f.write("\n")
     try:
-        if chart(summary, os.path.join(rig.outdir, "bench.png")) is not False:
-            print("chart: %s" % os.path.join(rig.outdir, "bench.png"))
+        if chart(summary, os.path.join(a.out, "bench.png")) is not False:
+            print("chart: %s" % os.path.join(a.out, "bench.png"))
     except ImportError as e:
         print("bench: no chart (%s; scripts/install-deps.sh installs python3-matplotlib)" % e)
         b.status = 1
