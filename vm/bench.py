@@ -18,6 +18,12 @@ runs, not the bench its exit status.
   TCP on the same link:
     iperf3, one stream (received Gb/s); sockperf ping-pong (median, usec; its
     smallest message is 14 bytes; half the round trip, as perftest reports)
+  the link's ceiling for RoCE frames: the kernel's pktgen in guest 1 floods
+    guest 0 with UDP frames of a full RoCE packet's size (a WRITE middle at
+    the RoCE MTU) from one cloned skb, so next to no work is done per frame;
+    the frames guest 0 receives per second, times the RoCE MTU, are the most
+    RoCE payload this link can carry (Gb/s). A target above it is out of
+    reach of any RoCE implementation on this rig.
   NVMe-oF (a null_blk namespace exported by nvmet in guest 0, fio in guest 1):
     nvme-rdma over sroce, nvme-rdma over rdma_rxe, nvme-tcp:
     4 KiB random read IOPS (iodepth 32), 128 KiB sequential read MB/s (iodepth 8)
@@ -85,7 +91,34 @@ NVME_CASES = [("nvme_randread_4k", "randread", "4k", 32, "iops"),
               ("nvme_seqread_128k", "read", "128k", 8, "mbs")]
 # case name -> its metric ("bw", "lat", "iops", "mbs")
 METRIC = dict([(c[0], c[5]) for c in PERFTESTS] + [(c[0], c[4]) for c in NVME_CASES] +
-              [("iperf3", "bw"), ("sockperf", "lat")])
+              [("iperf3", "bw"), ("sockperf", "lat"), ("link_ceiling", "bw")])
+# Ethernet + IPv4 + UDP + BTH + ICRC around the payload of a RoCE v2 WRITE middle
+ROCE_FRAME_OVERHEAD = 14 + 20 + 8 + 12 + 4
+PKTGEN_RESULT = re.compile(r"Result: OK: (\d+)\(.*?usec, (\d+) \((\d+)byte")
+
+
+def roce_mtu(netdev_mtu):
+    """The RoCE path MTU a port of this netdev MTU runs (the largest IB MTU that
+    fits with the largest header set, as sroce and rdma_rxe choose it)."""
+    best = 256
+    for m in (256, 512, 1024, 2048, 4096):
+        if m + 100 <= netdev_mtu:
+            best = m
+    return best
+
+
+def pktgen_script(frame, seconds, dst_ip, dst_mac):
+    """Shell for guest 1: pktgen sends frames of frame bytes (FCS not counted) to
+    dst for seconds, one skb cloned for every frame; prints pktgen's result."""
+    pg = "/proc/net/pktgen"
+    cfg = ["count 0", "clone_skb 1000000", "pkt_size %d" % frame, "delay 0",
+           "dst %s" % dst_ip, "dst_mac %s" % dst_mac, "udp_dst_min 9", "udp_dst_max 9"]
+    return " && ".join(
+        ["modprobe pktgen", "echo rem_device_all > %s/kpktgend_0" % pg,
+         "echo 'add_device eth0' > %s/kpktgend_0" % pg] +
+        ["echo '%s' > %s/eth0" % (c, pg) for c in cfg] +
+        ["{ timeout -s INT %d sh -c 'echo start > %s/pgctrl' || true; }" % (seconds, pg),
+         "cat %s/eth0" % pg, "echo rem_device_all > %s/kpktgend_0" % pg])
 
 
 class BenchError(Exception):
@@ -336,6 +369,35 @@ class Bench:
             raise BenchError("client: " + first_error(c))
         self.record(mtu, "sockperf", "tcp", float(m.group(1)))
 
+    def link_ceiling(self, mtu, rep):
+        """pktgen's frame rate at a RoCE frame's size, as RoCE payload Gb/s."""
+        rmtu = roce_mtu(mtu)
+        frame = ROCE_FRAME_OVERHEAD + rmtu
+        mac = self.srv.check("cat /sys/class/net/eth0/address").strip()
+        rx = "cat /sys/class/net/eth0/statistics/rx_packets"
+        cmd = pktgen_script(frame, self.a.tcp_seconds + 1, self.srv.ip4, mac)
+        self.meta.setdefault("commands", {})["link_ceiling"] = {
+            "sender (g1)": "pktgen: UDP frames of the RoCE MTU + %d bytes (headers and ICRC "
+                           "of a WRITE middle), clone_skb 1000000, delay 0, %d s" % (
+                               ROCE_FRAME_OVERHEAD, self.a.tcp_seconds + 1),
+            "receiver (g0)": "rx_packets before and after"}
+        before = int(self.srv.check(rx))
+        c = self.cli.run(cmd, timeout=self.a.timeout)
+        after = int(self.srv.check(rx))
+        self.log("%d-tcp-link_ceiling-%d" % (mtu, rep), ("sender g1", c))
+        m = PKTGEN_RESULT.search(c.out)
+        if not c.ok or not m:
+            raise BenchError("pktgen: " + first_error(c))
+        usec, sent, size = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        if size != frame or usec <= 0:
+            raise BenchError("pktgen sent %d-byte frames for %d usec" % (size, usec))
+        got = min(sent, after - before)     # what arrived, not what was offered
+        gbps = got / (usec / 1e6) * rmtu * 8 / 1e9
+        self.meta.setdefault("link_ceiling", {}).setdefault(str(mtu), []).append(
+            {"frame": frame, "roce_mtu": rmtu, "sent": sent, "received": after - before,
+             "usec": usec})
+        self.record(mtu, "link_ceiling", "tcp", gbps)
+
     def nvme(self, mtu, rep, kind, only=None):
         """The NVME_CASES (only: just that one) over kind's transport."""
         trtype = "tcp" if kind == "tcp" else "rdma"
@@ -446,7 +508,8 @@ class Bench:
                 self.fail(mtu, case, kind, "configure: %s" % e)
             return
         if kind == "tcp":
-            for name, fn in (("iperf3", self.iperf3), ("sockperf", self.sockperf)):
+            for name, fn in (("iperf3", self.iperf3), ("sockperf", self.sockperf),
+                             ("link_ceiling", self.link_ceiling)):
                 if not self.failed(mtu, name, kind):
                     try:
                         fn(mtu, rep)
@@ -491,7 +554,8 @@ class Bench:
         return theirs
 
     def cases(self, kind):
-        names = ["iperf3", "sockperf"] if kind == "tcp" else [c[0] for c in PERFTESTS]
+        names = (["iperf3", "sockperf", "link_ceiling"] if kind == "tcp" else
+                 [c[0] for c in PERFTESTS])
         return names + ([c[0] for c in NVME_CASES] if self.a.nvme else [])
 
     def run(self):
@@ -505,7 +569,7 @@ class Bench:
                     self.run_kind(mtu, rep, kind)
             for kind in kinds:
                 for name in [c for c in self.cases(kind) if c in self.a.profile and
-                             c not in ("iperf3", "sockperf")]:
+                             c not in ("iperf3", "sockperf", "link_ceiling")]:
                     failed = False
                     try:
                         self.profile(mtu, kind, name)
@@ -559,7 +623,9 @@ def summarize(results, reps):
 
 
 def targets(summary, meta):
-    """The issue's targets: (what, value, met) per line; None where not measured."""
+    """The issue's targets: (what, value, met, bound) per line; value None where not
+    measured. bound, for a bandwidth target: (Gb/s the target needs, the link's
+    ceiling for RoCE payload at that MTU), either None where not measured."""
     def ratio(mtu, case, key):
         return summary.get(str(mtu), {}).get(case, {}).get(key)
 
@@ -568,16 +634,26 @@ def targets(summary, meta):
             "median")
     out = []
 
-    def add(what, v, ok):
-        out.append((what, v, None if v is None else ok(v)))
+    def add(what, v, ok, needs=None, mtu=None):
+        bound = None
+        if mtu is not None:
+            bound = (needs, med(mtu, "link_ceiling", "tcp"))
+        out.append((what, v, None if v is None else ok(v), bound))
+
+    def times(factor, mtu, case, kind):
+        m = med(mtu, case, kind)
+        return factor * m if m else None
     add("64 KiB WRITE BW sroce/rxe >= 4 (MTU 1500)", ratio(1500, "write_bw_64k",
-                                                         "sroce_over_rxe"), lambda v: v >= 4)
+                                                         "sroce_over_rxe"), lambda v: v >= 4,
+        times(4, 1500, "write_bw_64k", "rxe"), 1500)
     add("64 KiB WRITE BW sroce/iperf3 >= 1.0 (MTU 1500)",
-        ratio(1500, "write_bw_64k", "sroce_over_tcp"), lambda v: v >= 1.0)
+        ratio(1500, "write_bw_64k", "sroce_over_tcp"), lambda v: v >= 1.0,
+        times(1.0, 1500, "iperf3", "tcp"), 1500)
     add("64 KiB WRITE BW sroce/iperf3 >= 1.5 (MTU 9000)",
-        ratio(9000, "write_bw_64k", "sroce_over_tcp"), lambda v: v >= 1.5)
+        ratio(9000, "write_bw_64k", "sroce_over_tcp"), lambda v: v >= 1.5,
+        times(1.5, 9000, "iperf3", "tcp"), 9000)
     add("4 KiB WRITE BW sroce/rxe >= 3 (MTU 1500)", ratio(1500, "write_bw_4k", "sroce_over_rxe"),
-        lambda v: v >= 3)
+        lambda v: v >= 3, times(3, 1500, "write_bw_4k", "rxe"), 1500)
     add("2 B send_lat sroce/rxe <= 0.6 (MTU 1500)", ratio(1500, "send_lat", "sroce_over_rxe"),
         lambda v: v <= 0.6)
     add("2 B send_lat sroce/sockperf <= 1.0 (MTU 1500)",
@@ -588,8 +664,18 @@ def targets(summary, meta):
     add("RoCE MTU at netdev MTU 9000 == 4096", am, lambda v: v == 4096)
     a, b = med(9000, "write_bw_64k", "sroce"), med(1500, "write_bw_64k", "sroce")
     add("sroce 64 KiB WRITE BW, MTU 9000 / MTU 1500 >= 2", a / b if a and b else None,
-        lambda v: v >= 2)
+        lambda v: v >= 2, times(2, 1500, "write_bw_64k", "sroce"), 9000)
     return out
+
+
+def bound_text(bound):
+    """How a bandwidth target stands against the link's ceiling, or ''."""
+    if not bound or None in bound:
+        return ""
+    needs, ceiling = bound
+    return "needs %.3g Gb/s, %.2f of the link's ceiling %.3g%s" % (
+        needs, needs / ceiling, ceiling,
+        ": out of reach on this rig" if needs > ceiling else "")
 
 
 def print_table(summary, kinds):
@@ -731,9 +817,10 @@ def main():
     print_table(summary, a.kinds)
     print("\ntargets:")
     tl = targets(summary, b.meta)
-    for what, v, ok in tl:
-        print("  %-58s %-10s %s" % (what, "-" if v is None else "%.3g" % v,
-                                    {None: "not measured", True: "met", False: "MISSED"}[ok]))
+    for what, v, ok, bound in tl:
+        print("  %-58s %-10s %-12s %s" % (
+            what, "-" if v is None else "%.3g" % v,
+            {None: "not measured", True: "met", False: "MISSED"}[ok], bound_text(bound)))
     print("\ncommands (each RDMA end adds -d DEV -x <its IPv4 RoCE v2 GID index>; "
           "the server's address is %s):" % rig[0].ip4)
     for name, cmds in b.meta.get("commands", {}).items():
@@ -745,7 +832,10 @@ def main():
                    "pclmul": a.pclmul,
                    "mem": a.mem, "reps": a.reps, "mtus": a.mtus, "kinds": a.kinds,
                    "meta": b.meta, "results": b.results, "summary": summary,
-                   "targets": [{"what": w, "value": v, "met": ok} for w, v, ok in tl]},
+                   "targets": [{"what": w, "value": v, "met": ok,
+                                "needs_gbps": bound[0] if bound else None,
+                                "link_ceiling_gbps": bound[1] if bound else None}
+                               for w, v, ok, bound in tl]},
                   f, indent=2)
         f.write("\n")
     try:

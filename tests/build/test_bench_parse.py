@@ -65,3 +65,40 @@ def test_medians_ratios_and_failures():
     assert w["sroce_over_tcp"] == 0.5
     assert s["send_lat"]["kinds"]["rxe"] == {"error": "boom"}
     assert "sroce_over_rxe" not in s["send_lat"]
+
+
+# The end of /proc/net/pktgen/eth0 after a run stopped by SIGINT (6.12 guest).
+PKTGEN_OUT = """Current:
+     pkts-sofar: 435539  errors: 0
+     started: 1187436018us  stopped: 1193367696us idle: 9930us
+Result: OK: 5931678(c5921748+d9930) usec, 435539 (1082byte,0frags)
+  73425pps 635Mb/sec (635566800bps) errors: 0
+"""
+
+
+def test_pktgen_result_and_roce_frame():
+    m = bench.PKTGEN_RESULT.search(PKTGEN_OUT)
+    assert m and (int(m.group(1)), int(m.group(2)), int(m.group(3))) == (5931678, 435539, 1082)
+    # a WRITE middle at RoCE MTU 1024 over IPv4: 14 + 20 + 8 + 12 + 1024 + 4
+    assert bench.roce_mtu(1500) == 1024 and bench.roce_mtu(9000) == 4096
+    assert bench.ROCE_FRAME_OVERHEAD + bench.roce_mtu(1500) == 1082
+    assert bench.roce_mtu(1200) == 1024 and bench.roce_mtu(1100) == 512
+    script = bench.pktgen_script(1082, 5, "10.99.0.1", "52:54:00:99:00:01")
+    assert "pkt_size 1082" in script and "dst_mac 52:54:00:99:00:01" in script
+
+
+def test_targets_against_the_link_ceiling():
+    def kinds(**k):
+        return {"kinds": {n: {"median": v} for n, v in k.items()}}
+    summary = {"1500": {"write_bw_64k": dict(kinds(sroce=0.5, rxe=0.25), sroce_over_rxe=2.0,
+                                             sroce_over_tcp=0.55),
+                        "iperf3": kinds(tcp=0.9), "link_ceiling": kinds(tcp=0.75)}}
+    tl = {w: (v, ok, b) for w, v, ok, b in bench.targets(summary, {})}
+    v, ok, bound = tl["64 KiB WRITE BW sroce/rxe >= 4 (MTU 1500)"]
+    assert (v, ok, bound) == (2.0, False, (1.0, 0.75))
+    assert bench.bound_text(bound).endswith("out of reach on this rig")
+    v, ok, bound = tl["64 KiB WRITE BW sroce/iperf3 >= 1.5 (MTU 9000)"]
+    assert (v, ok, bound) == (None, None, (None, None)) and bench.bound_text(bound) == ""
+    _, _, bound = tl["64 KiB WRITE BW sroce/iperf3 >= 1.0 (MTU 1500)"]
+    assert bench.bound_text(bound).startswith("needs 0.9 Gb/s, 1.20 of")
+    assert bench.bound_text((0.5, 1.0)) == "needs 0.5 Gb/s, 0.50 of the link's ceiling 1"
