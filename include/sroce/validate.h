@@ -2,7 +2,8 @@
 /*
  * The RoCE v2 packet validator: a pure function over a byte buffer. It never
  * allocates, never writes to the packet and reads nothing outside
- * [buf, buf + len); no length field in the packet is used before it has
+ * [buf, buf + len) (with SROCE_PARSE_HDRS_ONLY, nothing past the BTH); no
+ * length field in the packet is used before it has
  * been checked against len. Each rejection has its own code so the kernel
  * can count drops by reason (sroce_wire_err_name() gives a stable name).
  *
@@ -58,6 +59,17 @@ enum sroce_wire_err {
  * the trim, rather than SROCE_WIRE_E_IP_LEN. sroce_parse_ip() only.
  */
 #define SROCE_PARSE_UDP_TRIMMED	0x2
+/*
+ * Only the headers are at buf: the datagram is len bytes long, but its
+ * payload, pad and ICRC may lie elsewhere (the kernel's page fragments). The
+ * validator then reads nothing but the IP, UDP and BTH headers, all within
+ * the first SROCE_PARSE_HDRS_LEN bytes (fewer if len is shorter), checks
+ * every length as usual, and leaves the ICRC to the caller (pkt->icrc is 0).
+ * The extension headers it locates are not read: the caller makes them
+ * available (up to pkt->payload_off) before it uses them.
+ */
+#define SROCE_PARSE_HDRS_ONLY	0x4
+#define SROCE_PARSE_HDRS_LEN	(SROCE_IPV6_HLEN + SROCE_UDP_HLEN + SROCE_BTH_LEN)
 
 struct sroce_pkt {
 	const struct sroce_opcode_info *info;

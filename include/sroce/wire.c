@@ -474,7 +474,8 @@ static void pkt_clear(struct sroce_pkt *pkt)
 
 /* Transport part: BTH at buf + bth_off, packet (incl. ICRC) ends at end. */
 static enum sroce_wire_err parse_transport(const uint8_t *buf, uint32_t bth_off,
-					   uint32_t end, struct sroce_pkt *pkt)
+					   uint32_t end, unsigned int flags,
+					   struct sroce_pkt *pkt)
 {
 	const struct sroce_opcode_info *oi;
 	const uint8_t *bth;
@@ -525,18 +526,18 @@ static enum sroce_wire_err parse_transport(const uint8_t *buf, uint32_t bth_off,
 	pkt->payload_len = padded - pad;
 	pkt->icrc_off = end - SROCE_ICRC_LEN;
 	pkt->end = end;
-	pkt->icrc = sroce_icrc_get(buf + pkt->icrc_off);
+	pkt->icrc = (flags & SROCE_PARSE_HDRS_ONLY) ? 0 :
+		    sroce_icrc_get(buf + pkt->icrc_off);
 	return SROCE_WIRE_OK;
 }
 
 enum sroce_wire_err sroce_parse_bth(const uint8_t *buf, size_t len, unsigned int flags,
 				    struct sroce_pkt *pkt)
 {
-	(void)flags;
 	pkt_clear(pkt);
 	if (len > 0xffffffffu)
 		return SROCE_WIRE_E_IP_LEN;
-	return parse_transport(buf, 0, (uint32_t)len, pkt);
+	return parse_transport(buf, 0, (uint32_t)len, flags, pkt);
 }
 
 /*
@@ -606,14 +607,14 @@ enum sroce_wire_err sroce_parse_ip(const uint8_t *buf, size_t len, unsigned int 
 	if (sroce_get_be16(udp + 2) != SROCE_UDP_PORT)
 		return SROCE_WIRE_E_UDP_PORT;
 
-	err = parse_transport(buf, udp_off + SROCE_UDP_HLEN, ip_end, pkt);
+	err = parse_transport(buf, udp_off + SROCE_UDP_HLEN, ip_end, flags, pkt);
 	if (err != SROCE_WIRE_OK)
 		return err;
 	pkt->ip_version = (uint8_t)version;
 	pkt->udp_off = udp_off;
 	pkt->src_port = sroce_get_be16(udp);
 
-	if (!(flags & SROCE_PARSE_NO_ICRC) &&
+	if (!(flags & (SROCE_PARSE_NO_ICRC | SROCE_PARSE_HDRS_ONLY)) &&
 	    sroce_icrc_compute(buf, version, pkt->icrc_off) != pkt->icrc)
 		return SROCE_WIRE_E_ICRC;
 	return SROCE_WIRE_OK;

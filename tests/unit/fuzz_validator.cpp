@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 // libFuzzer target for the packet validator (cmake -DSROCE_FUZZ=ON with clang).
 //
-// Each input is parsed three ways, each from an exact-size heap copy so
+// Each input is parsed in these ways, each from an exact-size heap copy so
 // ASan sees any read past the end:
 //   1. as is, from the IP header (sroce_parse_ip) and from the BTH
 //      (sroce_parse_bth);
+//      From the IP header also with SROCE_PARSE_HDRS_ONLY, from a copy of
+//      the headers alone;
 //   2. "repaired": IP/UDP length fields, UDP port and the ICRC are made
 //      consistent, so the fuzzer reaches the transport checks instead of
 //      stopping at the first length or CRC mismatch.
@@ -38,12 +40,31 @@ static void check(const uint8_t *buf, size_t len, unsigned flags, bool from_ip)
 	(void)sink;
 }
 
+// SROCE_PARSE_HDRS_ONLY from a copy of the first SROCE_PARSE_HDRS_LEN bytes
+// only: same verdict and offsets as the whole buffer without the ICRC check.
+static void check_hdrs_only(const uint8_t *data, size_t size)
+{
+	size_t lin = size < SROCE_PARSE_HDRS_LEN ? size : SROCE_PARSE_HDRS_LEN;
+	std::vector<uint8_t> head(data, data + lin);
+	sroce_pkt whole, hdrs;
+	sroce_wire_err e = sroce_parse_ip(data, size, SROCE_PARSE_NO_ICRC, &whole);
+	if (sroce_parse_ip(lin ? head.data() : nullptr, size, SROCE_PARSE_HDRS_ONLY,
+			   &hdrs) != e)
+		abort();
+	if (e == SROCE_WIRE_OK &&
+	    (hdrs.payload_off != whole.payload_off || hdrs.payload_len != whole.payload_len ||
+	     hdrs.end != whole.end || hdrs.info != whole.info))
+		abort();
+}
+
 static void parse_copy(const uint8_t *data, size_t size, bool from_ip)
 {
 	std::vector<uint8_t> copy(data, data + size);
 	const uint8_t *p = size ? copy.data() : nullptr;
 	check(p, size, 0, from_ip);
 	check(p, size, SROCE_PARSE_NO_ICRC, from_ip);
+	if (from_ip)
+		check_hdrs_only(p, size);
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -121,6 +121,19 @@ inline sroce_wire_err parse_exact(const uint8_t *data, size_t len, sroce_pkt *pk
 	return sroce_parse_ip(len ? copy.data() : nullptr, len, flags, pkt);
 }
 
+// Parse with SROCE_PARSE_HDRS_ONLY as the kernel does for a packet whose
+// payload is in page fragments: only the first SROCE_PARSE_HDRS_LEN bytes
+// (fewer if the datagram is shorter) are in an exact-size heap copy, so ASan
+// sees any read of the rest; len is still the whole datagram's.
+inline sroce_wire_err parse_hdrs_only(const uint8_t *data, size_t len, sroce_pkt *pkt,
+				      unsigned flags = 0)
+{
+	size_t lin = len < SROCE_PARSE_HDRS_LEN ? len : SROCE_PARSE_HDRS_LEN;
+	std::vector<uint8_t> copy(data, data + lin);
+	return sroce_parse_ip(lin ? copy.data() : nullptr, len,
+			      flags | SROCE_PARSE_HDRS_ONLY, pkt);
+}
+
 inline std::vector<uint8_t> supported_opcodes()
 {
 	std::vector<uint8_t> ops;
