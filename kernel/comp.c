@@ -257,7 +257,7 @@ static void sroce_comp_resp_in(struct sroce_qp *qp, struct sroce_swqe *wqe,
  * behind one with lost responses still takes its own: it completes when
  * everything before it has, and only the missing part is asked for again.
  */
-static void sroce_comp_read_resp(struct sroce_qp *qp, const u8 *ip,
+static void sroce_comp_read_resp(struct sroce_qp *qp, const struct sk_buff *skb,
 				 const struct sroce_pkt *pkt, u32 psn)
 {
 	struct sroce_swqe *wqe;
@@ -292,9 +292,12 @@ static void sroce_comp_read_resp(struct sroce_qp *qp, const u8 *ip,
 		return;
 	}
 	if (want) {
-		st = sroce_wqe_copy(qp, wqe, wqe->read_done,
-				    (u8 *)ip + pkt->payload_off, want,
-				    SROCE_COPY_TO_MR);
+		/* READs carry no inline data: the SGE list takes it. */
+		st = sroce_sge_copy_skb(qp->sdev, qp->pd,
+					(const struct sroce_sge *)wqe->data,
+					wqe->wr.num_sge, wqe->read_done, skb,
+					sroce_skb_off(skb, pkt->payload_off),
+					want);
 		/*
 		 * An ODP page invalidated since the READ started: the response
 		 * is dropped (a fault is queued) and asked for again.
@@ -478,7 +481,7 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		if (ack.kind != SROCE_ACK_ACK)
 			sroce_comp_aeth(qp, &ack, psn);
 		else
-			sroce_comp_read_resp(qp, ip, pkt, psn);
+			sroce_comp_read_resp(qp, skb, pkt, psn);
 		break;
 	case SROCE_KIND_ATOMIC_ACK:
 		sroce_comp_atomic_ack(qp, ip, pkt, psn);

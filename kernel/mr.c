@@ -505,8 +505,15 @@ int sroce_mr_walk_pages(struct sroce_mr *mr, u64 va, u64 len,
 	return 0;
 }
 
+/*
+ * Where the bytes of a copy come from or go to: a kernel buffer, or (into a
+ * region only) a received packet from byte @skb_off on, which may lie in the
+ * skb's page fragments.
+ */
 struct sroce_copy_state {
 	u8			*buf;
+	const struct sk_buff	*skb;
+	int			skb_off;
 	enum sroce_copy_dir	dir;
 };
 
@@ -515,14 +522,20 @@ static int sroce_copy_chunk(void *priv, struct page *page, unsigned int offset,
 {
 	struct sroce_copy_state *st = priv;
 	u8 *addr = kmap_local_page(page);
+	int err = 0;
 
-	if (st->dir == SROCE_COPY_TO_MR)
-		memcpy(addr + offset, st->buf, len);
-	else
-		memcpy(st->buf, addr + offset, len);
+	if (st->skb) {
+		err = skb_copy_bits(st->skb, st->skb_off, addr + offset, len);
+		st->skb_off += len;
+	} else {
+		if (st->dir == SROCE_COPY_TO_MR)
+			memcpy(addr + offset, st->buf, len);
+		else
+			memcpy(st->buf, addr + offset, len);
+		st->buf += len;
+	}
 	kunmap_local(addr);
-	st->buf += len;
-	return 0;
+	return err;
 }
 
 /**
@@ -579,6 +592,14 @@ int sroce_mr_access(struct sroce_dev *sdev, struct sroce_pd *pd, u32 qpn,
 	return err;
 }
 
+static int sroce_mr_copy_st(struct sroce_dev *sdev, struct sroce_pd *pd,
+			    u32 qpn, u32 key, int access, u64 va, u32 len,
+			    struct sroce_copy_state *st)
+{
+	return sroce_mr_access(sdev, pd, qpn, key, access, va, len,
+			       sroce_copy_chunk, st);
+}
+
 /**
  * sroce_mr_copy - copy between a region, named by key, and a kernel buffer
  * @sdev: the device
@@ -599,8 +620,54 @@ int sroce_mr_copy(struct sroce_dev *sdev, struct sroce_pd *pd, u32 qpn,
 {
 	struct sroce_copy_state st = { .buf = buf, .dir = dir };
 
-	return sroce_mr_access(sdev, pd, qpn, key, access, va, len,
-			       sroce_copy_chunk, &st);
+	return sroce_mr_copy_st(sdev, pd, qpn, key, access, va, len, &st);
+}
+
+/**
+ * sroce_mr_copy_skb - copy part of a received packet into a region
+ * @sdev, @pd, @qpn, @key, @access, @va: as for sroce_mr_copy()
+ * @skb: the packet; its bytes may lie in page fragments
+ * @off: offset of the first byte to copy, from skb->data
+ * @len: number of bytes (the caller has checked that @skb holds them)
+ *
+ * Return: 0 or an error of sroce_mr_access().
+ */
+int sroce_mr_copy_skb(struct sroce_dev *sdev, struct sroce_pd *pd, u32 qpn,
+		      u32 key, int access, u64 va, const struct sk_buff *skb,
+		      int off, u32 len)
+{
+	struct sroce_copy_state st = {
+		.skb = skb, .skb_off = off, .dir = SROCE_COPY_TO_MR,
+	};
+
+	return sroce_mr_copy_st(sdev, pd, qpn, key, access, va, len, &st);
+}
+
+static int sroce_sge_copy_st(struct sroce_dev *sdev, struct sroce_pd *pd,
+			     const struct sroce_sge *sge, u32 nsge, u32 off,
+			     u32 len, struct sroce_copy_state *st)
+{
+	int access = st->dir == SROCE_COPY_TO_MR ? IB_ACCESS_LOCAL_WRITE : 0;
+	u32 i;
+	int err;
+
+	for (i = 0; i < nsge && len; i++) {
+		u32 n;
+
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		n = min(len, sge[i].length - off);
+		/* each chunk copied moves st on */
+		err = sroce_mr_copy_st(sdev, pd, SROCE_KEY_LOCAL, sge[i].lkey,
+				       access, sge[i].addr + off, n, st);
+		if (err)
+			return err == -EAGAIN ? -EAGAIN : IB_WC_LOC_PROT_ERR;
+		len -= n;
+		off = 0;
+	}
+	return len ? IB_WC_LOC_LEN_ERR : 0;
 }
 
 /**
@@ -624,27 +691,29 @@ int sroce_sge_copy(struct sroce_dev *sdev, struct sroce_pd *pd,
 		   const struct sroce_sge *sge, u32 nsge, u32 off, u8 *buf,
 		   u32 len, enum sroce_copy_dir dir)
 {
-	int access = dir == SROCE_COPY_TO_MR ? IB_ACCESS_LOCAL_WRITE : 0;
-	u32 i;
-	int err;
+	struct sroce_copy_state st = { .buf = buf, .dir = dir };
 
-	for (i = 0; i < nsge && len; i++) {
-		u32 n;
+	return sroce_sge_copy_st(sdev, pd, sge, nsge, off, len, &st);
+}
 
-		if (off >= sge[i].length) {
-			off -= sge[i].length;
-			continue;
-		}
-		n = min(len, sge[i].length - off);
-		err = sroce_mr_copy(sdev, pd, SROCE_KEY_LOCAL, sge[i].lkey,
-				    access, sge[i].addr + off, buf, n, dir);
-		if (err)
-			return err == -EAGAIN ? -EAGAIN : IB_WC_LOC_PROT_ERR;
-		buf += n;
-		len -= n;
-		off = 0;
-	}
-	return len ? IB_WC_LOC_LEN_ERR : 0;
+/**
+ * sroce_sge_copy_skb - copy part of a received packet into a list's buffers
+ * @sdev, @pd, @sge, @nsge, @off: as for sroce_sge_copy()
+ * @skb: the packet; its bytes may lie in page fragments
+ * @skb_off: offset of the first byte to copy, from skb->data
+ * @len: bytes to copy (the caller has checked that @skb holds them)
+ *
+ * Return: as sroce_sge_copy() with SROCE_COPY_TO_MR.
+ */
+int sroce_sge_copy_skb(struct sroce_dev *sdev, struct sroce_pd *pd,
+		       const struct sroce_sge *sge, u32 nsge, u32 off,
+		       const struct sk_buff *skb, int skb_off, u32 len)
+{
+	struct sroce_copy_state st = {
+		.skb = skb, .skb_off = skb_off, .dir = SROCE_COPY_TO_MR,
+	};
+
+	return sroce_sge_copy_st(sdev, pd, sge, nsge, off, len, &st);
 }
 
 static int sroce_touch_chunk(void *priv, struct page *page,

@@ -34,13 +34,17 @@
  * -------
  * sroce_udp_encap_rcv() runs in softirq (BH disabled) with skb->data at the
  * UDP header and the IP header in the linear area. It maps skb->dev to the
- * sroce device with an RCU lookup (main.c), linearizes the skb, runs the
- * wire validator over the whole IP datagram (ICRC included) and hands good
- * packets to sroce_rcv_pkt(), which finds the QP and calls the responder
- * (requests) or the completer (responses). Every skb is freed exactly once:
- * kfree_skb() for drops, consume_skb() for packets the transport has used.
- * Linearizing costs a copy for fragmented skbs; virtio-net and most NIC
- * drivers hand packets of one MTU over linear.
+ * sroce device with an RCU lookup (main.c), makes the headers linear, runs
+ * the wire validator over them, checks the ICRC over the whole datagram and
+ * hands good packets to sroce_rcv_pkt(), which finds the QP and calls the
+ * responder (requests) or the completer (responses). Every skb is freed
+ * exactly once: kfree_skb() for drops, consume_skb() for packets the
+ * transport has used. The payload stays where the driver put it: drivers
+ * (virtio-net among them) hand a frame larger than one receive buffer over
+ * as a head plus page fragments, as they do at RoCE MTU 4096, and the ICRC
+ * and the copy into the memory region read the fragments in place
+ * (skb_seq_read(), skb_copy_bits()) instead of linearizing, which would
+ * allocate and fill a new head for every such packet.
  *
  * Transmit
  * --------
@@ -80,6 +84,7 @@ static const char *const sroce_cnt_fixed_names[SROCE_CNT_DROP_BASE] = {
 	[SROCE_CNT_RX_CNP]	= "rx_cnp",
 	[SROCE_CNT_RX_NO_QP]	= "rx_no_qp",
 	[SROCE_CNT_RX_NOMEM]	= "rx_drop_nomem",
+	[SROCE_CNT_RX_NONLINEAR] = "rx_nonlinear",
 	[SROCE_CNT_TX_PACKETS]	= "tx_packets",
 	[SROCE_CNT_TX_BYTES]	= "tx_bytes",
 	[SROCE_CNT_TX_ERR]	= "tx_err",
@@ -222,10 +227,12 @@ static u8 sroce_ip_ecn(const u8 *ip, const struct sroce_pkt *pkt)
 }
 
 /*
- * The transport's entry point: a packet that passed the validator, with the
- * whole IP datagram linear at skb_network_header(skb) and pkt's offsets
- * relative to it. Owns the skb. Requests go to the responder of the
- * destination QP, responses to its completer.
+ * The transport's entry point: a packet that passed the validator, its IP
+ * datagram at skb_network_header(skb) and pkt's offsets relative to it. The
+ * headers (up to pkt->payload_off) are linear; payload, pad and ICRC may be
+ * in page fragments: they are read with sroce_skb_off() offsets. Owns the
+ * skb. Requests go to the responder of the destination QP, responses to its
+ * completer.
  */
 static void sroce_rcv_pkt(struct sroce_dev *sdev, struct sk_buff *skb,
 			  const struct sroce_pkt *pkt)
@@ -294,34 +301,81 @@ bool sroce_rx_pkey_ok(const u8 *bth)
 	return sroce_pkey_match(sroce_bth_pkey(bth), SROCE_DEFAULT_PKEY);
 }
 
+/*
+ * The ICRC of a validated packet, over the datagram wherever its bytes lie:
+ * the masked headers from the linear part, the rest (extension headers,
+ * payload, pad) chunk by chunk.
+ */
+static bool sroce_rx_icrc_ok(struct sk_buff *skb, const u8 *ip,
+			     const struct sroce_pkt *pkt)
+{
+	unsigned int from = pkt->bth_off + SROCE_BTH_LEN;
+	unsigned int left = pkt->icrc_off - from;
+	u32 crc = sroce_icrc_begin(ip, pkt->ip_version);
+	struct skb_seq_state seq;
+	unsigned int consumed = 0, n;
+	const u8 *data;
+	u8 buf[SROCE_ICRC_LEN];
+	const u8 *wire;
+
+	skb_prepare_seq_read(skb, sroce_skb_off(skb, from),
+			     sroce_skb_off(skb, pkt->icrc_off), &seq);
+	/* A chunk may run on past the upper offset: to the end of its block. */
+	while (left && (n = skb_seq_read(consumed, &data, &seq)) != 0) {
+		n = min(n, left);
+		crc = sroce_icrc_update(crc, data, n);
+		consumed += n;
+		left -= n;
+	}
+	skb_abort_seq_read(&seq);	/* unmaps the last fragment */
+	if (left)	/* cannot happen: the validator saw these bytes */
+		return false;
+	wire = skb_header_pointer(skb, sroce_skb_off(skb, pkt->icrc_off),
+				  SROCE_ICRC_LEN, buf);
+	return wire && sroce_icrc_final(crc) == sroce_icrc_get(wire);
+}
+
 static void sroce_rx(struct sroce_dev *sdev, struct sk_buff *skb)
 {
 	enum sroce_wire_err err;
 	struct sroce_pkt pkt;
 	const u8 *ip;
-	unsigned int len;
+	unsigned int len = skb->len - skb_network_offset(skb);
+	unsigned int hdrs;
 
 	sroce_cnt_add(sdev, SROCE_CNT_RX_PACKETS, 1);
-	sroce_cnt_add(sdev, SROCE_CNT_RX_BYTES,
-		      skb->len - skb_network_offset(skb));
+	sroce_cnt_add(sdev, SROCE_CNT_RX_BYTES, len);
+	if (skb_is_nonlinear(skb))
+		sroce_cnt_add(sdev, SROCE_CNT_RX_NONLINEAR, 1);
 
-	/* Keeps the (already linear) network header, pulls in the rest. */
-	if (skb_linearize(skb)) {
-		sroce_cnt_add(sdev, SROCE_CNT_RX_NOMEM, 1);
-		kfree_skb(skb);
-		return;
-	}
-
-	ip = skb_network_header(skb);
-	len = skb_tail_pointer(skb) - ip;
+	/* What the validator reads: IP, UDP and BTH headers. */
+	hdrs = min_t(unsigned int, len, SROCE_PARSE_HDRS_LEN);
+	if (!pskb_may_pull(skb, sroce_skb_off(skb, hdrs)))
+		goto nomem;
 	/* The UDP layer trims datagrams to their UDP length: say so. */
-	err = sroce_parse_ip(ip, len, SROCE_PARSE_UDP_TRIMMED, &pkt);
-	if (err != SROCE_WIRE_OK) {
-		sroce_cnt_add(sdev, sroce_cnt_drop(err), 1);
-		kfree_skb(skb);
-		return;
+	err = sroce_parse_ip(skb_network_header(skb), len,
+			     SROCE_PARSE_UDP_TRIMMED | SROCE_PARSE_HDRS_ONLY,
+			     &pkt);
+	if (err != SROCE_WIRE_OK)
+		goto drop;
+	/* The extension headers too; pkt's offsets survive a new head. */
+	if (!pskb_may_pull(skb, sroce_skb_off(skb, pkt.payload_off)))
+		goto nomem;
+	ip = skb_network_header(skb);
+	if (!sroce_rx_icrc_ok(skb, ip, &pkt)) {
+		err = SROCE_WIRE_E_ICRC;
+		goto drop;
 	}
 	sroce_rcv_pkt(sdev, skb, &pkt);
+	return;
+
+nomem:
+	sroce_cnt_add(sdev, SROCE_CNT_RX_NOMEM, 1);
+	kfree_skb(skb);
+	return;
+drop:
+	sroce_cnt_add(sdev, sroce_cnt_drop(err), 1);
+	kfree_skb(skb);
 }
 
 static int sroce_udp_encap_rcv(struct sock *sk, struct sk_buff *skb)

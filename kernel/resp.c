@@ -85,6 +85,17 @@ static int sroce_rkey_copy(struct sroce_qp *qp, u32 rkey, int access, u64 va,
 			     rkey, access, va, buf, len, dir);
 }
 
+/* The payload of request @skb (parsed as @pkt) into region @rkey at @va. */
+static int sroce_rkey_put_payload(struct sroce_qp *qp, u32 rkey, u64 va,
+				  const struct sk_buff *skb,
+				  const struct sroce_pkt *pkt)
+{
+	return sroce_mr_copy_skb(qp->sdev, sroce_resp_pd(qp), qp->ibqp.qp_num,
+				 rkey, IB_ACCESS_REMOTE_WRITE, va, skb,
+				 sroce_skb_off(skb, pkt->payload_off),
+				 pkt->payload_len);
+}
+
 /* The response opcode for RC opcode @rc_op on @qp's transport. */
 static u8 sroce_resp_opcode(const struct sroce_qp *qp, u8 rc_op)
 {
@@ -461,6 +472,21 @@ static int sroce_rwqe_place(struct sroce_qp *qp, u32 off, const u8 *data,
 			      (u8 *)data, len, SROCE_COPY_TO_MR);
 }
 
+/* Place the payload of @skb (parsed as @pkt) as sroce_rwqe_place() does. */
+static int sroce_rwqe_place_payload(struct sroce_qp *qp, u32 off,
+				    const struct sk_buff *skb,
+				    const struct sroce_pkt *pkt)
+{
+	const struct sroce_recv_wqe *w = (const void *)qp->resp.rwqe;
+	struct sroce_srq *srq = sroce_resp_srq(qp);
+
+	return sroce_sge_copy_skb(qp->sdev, srq ? srq->pd : qp->pd,
+				  (const void *)(w + 1),
+				  min(w->num_sge, sroce_rwqe_max_sge(qp)), off,
+				  skb, sroce_skb_off(skb, pkt->payload_off),
+				  pkt->payload_len);
+}
+
 /*
  * Make sure a receive WQE is at hand for the message @oi belongs to. Return
  * true if there is one; otherwise the packet has been dealt with (RC: RNR
@@ -525,9 +551,10 @@ static void sroce_resp_odp_wait(struct sroce_qp *qp, u32 psn,
  * message. Completing it in error would let any host use up the receive
  * queue, and ib_mad does not repost failed receives of the GSI QP.
  */
-static void sroce_resp_ud(struct sroce_qp *qp, const u8 *ip,
+static void sroce_resp_ud(struct sroce_qp *qp, const struct sk_buff *skb,
 			  const struct sroce_pkt *pkt)
 {
+	const u8 *ip = skb_network_header(skb);
 	const u8 *bth = ip + pkt->bth_off;
 	struct sroce_deth deth;
 	struct ib_wc wc;
@@ -565,8 +592,7 @@ static void sroce_resp_ud(struct sroce_qp *qp, const u8 *ip,
 		memcpy(grh + 20, ip, 20);
 	st = sroce_rwqe_place(qp, 0, grh, sizeof(grh));
 	if (!st && pkt->payload_len)
-		st = sroce_rwqe_place(qp, sizeof(grh), ip + pkt->payload_off,
-				      pkt->payload_len);
+		st = sroce_rwqe_place_payload(qp, sizeof(grh), skb, pkt);
 	if (st == -EAGAIN)
 		return;	/* ODP page being faulted in: lost, the WQE kept */
 	/*
@@ -812,7 +838,8 @@ static void sroce_resp_dup(struct sroce_qp *qp, const u8 *ip,
 
 /* What a request asks for, decoded once. */
 struct sroce_req_ctx {
-	const u8			*ip;
+	const struct sk_buff		*skb;	/* payload: sroce_skb_off() */
+	const u8			*ip;	/* headers */
 	const struct sroce_pkt		*pkt;
 	const struct sroce_opcode_info	*oi;
 	const u8			*bth;
@@ -836,8 +863,7 @@ static bool sroce_resp_send_op(struct sroce_qp *qp, const struct sroce_req_ctx *
 				 IB_WC_LOC_LEN_ERR);
 		return false;
 	}
-	st = sroce_rwqe_place(qp, qp->resp.recv_off, c->ip + c->pkt->payload_off,
-			      c->pkt->payload_len);
+	st = sroce_rwqe_place_payload(qp, qp->resp.recv_off, c->skb, c->pkt);
 	if (st == -EAGAIN) {
 		sroce_resp_odp_wait(qp, c->psn, oi);
 		return false;
@@ -937,11 +963,9 @@ static bool sroce_resp_write_op(struct sroce_qp *qp, const struct sroce_req_ctx 
 	if (c->imm && !sroce_resp_get_rwqe(qp, c->psn, oi))
 		return false;
 	if (plen) {
-		int err = sroce_rkey_copy(qp, qp->resp.write.rkey,
-					  IB_ACCESS_REMOTE_WRITE,
-					  qp->resp.write.va,
-					  (void *)(c->ip + c->pkt->payload_off),
-					  plen, SROCE_COPY_TO_MR);
+		int err = sroce_rkey_put_payload(qp, qp->resp.write.rkey,
+						 qp->resp.write.va, c->skb,
+						 c->pkt);
 
 		if (err == -EAGAIN) {
 			sroce_resp_odp_wait(qp, c->psn, oi);
@@ -1027,12 +1051,13 @@ static void sroce_resp_atomic_write_op(struct sroce_qp *qp,
 
 	sroce_reth_decode(c->ip + c->pkt->hdr_off[SROCE_HDR_RETH], &reth);
 	if (c->pkt->payload_len != sizeof(val) || reth.len != sizeof(val) ||
-	    (reth.va & 7)) {
+	    (reth.va & 7) ||
+	    skb_copy_bits(c->skb, sroce_skb_off(c->skb, c->pkt->payload_off),
+			  &val, sizeof(val))) {
 		sroce_resp_fatal(qp, c->psn, SROCE_NAK_INVALID_REQUEST,
 				 IB_WC_SUCCESS);
 		return;
 	}
-	memcpy(&val, c->ip + c->pkt->payload_off, sizeof(val));
 	err = qp->access & IB_ACCESS_REMOTE_WRITE ?
 	      sroce_rkey_access(qp, reth.rkey, IB_ACCESS_REMOTE_WRITE, reth.va,
 				sizeof(val), sroce_atomic_write_chunk, &val) :
@@ -1118,11 +1143,13 @@ static bool sroce_resp_check(struct sroce_qp *qp, const struct sroce_req_ctx *c)
 }
 
 /* Execute the request at epsn. */
-static void sroce_resp_exec(struct sroce_qp *qp, const u8 *ip,
+static void sroce_resp_exec(struct sroce_qp *qp, const struct sk_buff *skb,
 			    const struct sroce_pkt *pkt)
 {
 	const struct sroce_opcode_info *oi = pkt->info;
+	const u8 *ip = skb_network_header(skb);
 	struct sroce_req_ctx c = {
+		.skb = skb,
 		.ip = ip,
 		.pkt = pkt,
 		.oi = oi,
@@ -1205,7 +1232,7 @@ static void sroce_resp_process_one(struct sroce_qp *qp, struct sk_buff *skb,
 	};
 
 	if (qp->type == IB_QPT_UD) {
-		sroce_resp_ud(qp, ip, pkt);
+		sroce_resp_ud(qp, skb, pkt);
 		return;
 	}
 	switch (sroce_resp_psn_classify(sroce_qp_transport(qp), &st, psn,
@@ -1240,7 +1267,7 @@ static void sroce_resp_process_one(struct sroce_qp *qp, struct sk_buff *skb,
 		return;
 	qp->resp.nak_sent = false;
 	qp->resp.uc_drop = false;
-	sroce_resp_exec(qp, ip, pkt);
+	sroce_resp_exec(qp, skb, pkt);
 }
 
 /*
@@ -1355,8 +1382,8 @@ void sroce_resp_work(struct work_struct *work)
 		if (!skb)
 			break;
 		ip = skb_network_header(skb);
-		if (sroce_parse_ip(ip, skb_tail_pointer(skb) - ip,
-				   SROCE_PARSE_NO_ICRC, &pkt) != SROCE_WIRE_OK) {
+		if (sroce_parse_ip(ip, skb->len - skb_network_offset(skb),
+				   SROCE_PARSE_HDRS_ONLY, &pkt) != SROCE_WIRE_OK) {
 			kfree_skb(skb);
 			continue;
 		}

@@ -133,7 +133,8 @@ enum sroce_cnt {
 	SROCE_CNT_RX_BYTES,	/* their IP datagram bytes */
 	SROCE_CNT_RX_CNP,	/* valid CNPs */
 	SROCE_CNT_RX_NO_QP,	/* valid packets for a QP that does not exist */
-	SROCE_CNT_RX_NOMEM,	/* dropped: no memory to linearize */
+	SROCE_CNT_RX_NOMEM,	/* dropped: no memory to pull the headers in */
+	SROCE_CNT_RX_NONLINEAR,	/* of rx_packets: datagram in page fragments */
 	SROCE_CNT_TX_PACKETS,	/* packets handed to the IP layer or looped */
 	SROCE_CNT_TX_BYTES,	/* their IP datagram bytes */
 	SROCE_CNT_TX_ERR,	/* not sent: no route, no memory */
@@ -912,6 +913,12 @@ int sroce_advise_mr(struct ib_pd *ibpd, enum ib_uverbs_advise_mr_advice advice,
 int sroce_sge_copy(struct sroce_dev *sdev, struct sroce_pd *pd,
 		   const struct sroce_sge *sge, u32 nsge, u32 off, u8 *buf,
 		   u32 len, enum sroce_copy_dir dir);
+int sroce_mr_copy_skb(struct sroce_dev *sdev, struct sroce_pd *pd, u32 qpn,
+		      u32 key, int access, u64 va, const struct sk_buff *skb,
+		      int off, u32 len);
+int sroce_sge_copy_skb(struct sroce_dev *sdev, struct sroce_pd *pd,
+		       const struct sroce_sge *sge, u32 nsge, u32 off,
+		       const struct sk_buff *skb, int skb_off, u32 len);
 
 /* mw.c */
 #define SROCE_MR_KEY_SHIFT		13
@@ -1124,6 +1131,16 @@ void sroce_net_init_dev(struct sroce_dev *sdev);
 void sroce_net_fini_dev(struct sroce_dev *sdev);
 void sroce_cnt_inc(struct sroce_dev *sdev, unsigned int idx);
 void sroce_cnt_add_n(struct sroce_dev *sdev, unsigned int idx, u64 v);
+/*
+ * Offset from skb->data of byte @off of a received IP datagram (struct
+ * sroce_pkt's offsets count from the network header), for skb_copy_bits()
+ * and friends: payload, pad and ICRC may lie in page fragments.
+ */
+static inline int sroce_skb_off(const struct sk_buff *skb, u32 off)
+{
+	return skb_network_offset(skb) + (int)off;
+}
+
 bool sroce_rx_from_peer(const struct sroce_av *av, const u8 *ip,
 			const struct sroce_pkt *pkt);
 bool sroce_rx_pkey_ok(const u8 *bth);

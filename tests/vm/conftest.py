@@ -42,6 +42,7 @@ SUBSET_TESTS = [
     "test_device.py::test_port_state_follows_netdev_up_down_and_carrier",
     "test_device.py::test_eth0_down_up",
     "test_device.py::test_active_mtu_follows_netdev_mtu[[]9000-*]",
+    "test_net.py::test_fragmented_packets_are_validated_in_place[[]ipv4]",
     "test_device.py::test_netdev_unregister_removes_device",
     "test_device.py::test_rmmod_with_devices_present",
     "test_device.py::test_link_del_with_open_user_context",

@@ -54,14 +54,16 @@ CC_COUNTERS = ["np_ecn_marked_roce_packets", "np_cnp_sent", "rp_cnp_handled",
                "rp_cnp_ignored", "rp_rate_reductions"]
 # on-demand paging (test_objects.py): page events, not packet outcomes
 ODP_COUNTERS = ["odp_waits", "odp_fault_pages", "odp_invalidated_pages"]
-ALL_COUNTERS = (["rx_packets", "rx_bytes", "rx_cnp", "rx_no_qp", "rx_drop_nomem"] +
+ALL_COUNTERS = (["rx_packets", "rx_bytes", "rx_nonlinear", "rx_cnp", "rx_no_qp",
+                 "rx_drop_nomem"] +
                 TRANSPORT_COUNTERS + ["rx_stale"] + TRANSPORT_DROPS + CC_COUNTERS +
                 ODP_COUNTERS +
                 ["rx_drop_" + r for r in DROP_REASONS])
 # every packet the socket gets ends in exactly one of these (no QPs exist here;
 # the transport drops are outcomes too)
 OUTCOMES = [c for c in ALL_COUNTERS
-            if c not in ["rx_packets", "rx_bytes"] + TRANSPORT_COUNTERS + CC_COUNTERS +
+            if c not in ["rx_packets", "rx_bytes", "rx_nonlinear"] + TRANSPORT_COUNTERS +
+            CC_COUNTERS +
             ODP_COUNTERS]
 
 
@@ -175,6 +177,8 @@ def check_mode(g0, g1, mode, v6, n=40):
     d = delta(before, after)
     assert d.pop("rx_packets", 0) == n, (mode, d)
     assert d.pop("rx_bytes", 0) > 0, (mode, d)
+    # how the driver hands a frame over (linear or in page fragments) is its choice
+    assert d.pop("rx_nonlinear", 0) <= n, (mode, d)
     if want == "rx_cnp":
         # no QP takes them: the reaction point counts them ignored
         assert d.pop("rp_cnp_ignored", 0) == n, (mode, d)
@@ -207,6 +211,37 @@ def test_random_fuzz_leaves_guest_healthy(port, rig):
     # still healthy: valid packets are counted, the link pings
     check_mode(g0, g1, "valid", False, n=20)
     assert g1.run("ping -c 2 -W 3 %s" % g0.ip4, timeout=30).ok
+
+
+def set_mtu(guests, mtu):
+    for g in guests:
+        g.check("ip link set eth0 mtu %d" % mtu)
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_fragmented_packets_are_validated_in_place(port, v6):
+    """Frames larger than one receive buffer (4 KiB payloads at netdev MTU 9000,
+    as RoCE MTU 4096 sends them) reach sroce as a head plus page fragments. The
+    ICRC is checked over the fragments where they lie: good packets pass, and a
+    bit flipped in the ICRC or in the payload just before it (in a fragment) is
+    caught."""
+    g0, g1 = port
+    n = 40
+    # every fifth packet of these modes (i % 5 == 3) is an ACK: no payload, linear
+    big = len([i for i in range(n) if i % 5 != 3])
+    set_mtu((g0, g1), 9000)
+    try:
+        for mode, want in (("valid", "rx_no_qp"), ("icrc", "rx_drop_icrc")):
+            before = counters(g0)
+            pktgen(g1, g0, mode, n, v6, extra="--payload-len 4096")
+            after = settle(g0, before["rx_packets"] + n)
+            d = delta(before, after)
+            assert d.pop("rx_bytes", 0) > big * 4096, (mode, d)
+            assert d == {"rx_packets": n, "rx_nonlinear": big, want: n}, (mode, d)
+    finally:
+        set_mtu((g0, g1), 1500)
+    # and at the usual MTU again
+    check_mode(g0, g1, "valid", v6, n=10)
 
 
 # ---------------------------------------------------------- port 4791 owners

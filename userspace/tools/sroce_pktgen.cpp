@@ -399,18 +399,22 @@ std::vector<Mode> modes()
 {
 	std::vector<Mode> m;
 
-	m.push_back({"valid", "rx_no_qp", "well-formed RC/UD packets to --qpn",
+	m.push_back({"valid", "rx_no_qp", "well-formed RC/UD packets to --qpn (--payload-len bytes)",
 		     [](const Endpoint &ep, const Config &c, unsigned long i, std::mt19937_64 &) {
-			     return valid_packet(ep, c.v6, c.qpn, i, 64 + 4 * (i % 16));
+			     return valid_packet(ep, c.v6, c.qpn, i,
+						 payload_or(c, 64 + 4 * (i % 16)));
 		     }});
 	m.push_back({"cnp", "rx_cnp", "RoCE v2 congestion notification packets",
 		     [](const Endpoint &ep, const Config &c, unsigned long i, std::mt19937_64 &) {
 			     return build(ep, c.v6, SROCE_OP_CNP, c.qpn, 0, 0, i);
 		     }});
-	m.push_back({"icrc", "rx_drop_icrc", "valid packet, one ICRC bit flipped",
+	m.push_back({"icrc", "rx_drop_icrc",
+		     "valid packet (--payload-len bytes), one bit flipped: of the ICRC (even i) "
+		     "or of a byte just before it (odd i)",
 		     [](const Endpoint &ep, const Config &c, unsigned long i, std::mt19937_64 &) {
-			     Packet p = valid_packet(ep, c.v6, c.qpn, i, 32);
-			     p.b[p.b.size() - 1 - i % 4] ^= static_cast<uint8_t>(1u << (i % 8));
+			     Packet p = valid_packet(ep, c.v6, c.qpn, i, payload_or(c, 32));
+			     const size_t back = i % 2 ? SROCE_ICRC_LEN + 1 + i / 2 % 4 : 1 + i / 2 % 4;
+			     p.b[p.b.size() - back] ^= static_cast<uint8_t>(1u << (i % 8));
 			     return p;
 		     }});
 	m.push_back({"trunc_bth", "rx_drop_trunc_bth", "UDP payload shorter than BTH + ICRC",
