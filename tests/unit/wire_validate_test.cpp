@@ -30,11 +30,15 @@ TEST(WireValidate, ErrNames)
 	EXPECT_STREQ(sroce_wire_err_name(SROCE_WIRE_E_NR), "invalid");
 }
 
-TEST(WireValidate, AcceptsEverySupportedOpcode)
+// Calls fn(packet, opcode, its info, IP version, payload length) for a good packet
+// of every supported opcode, both IP versions and each payload length (those
+// that need a pad only on the opcodes that may carry one).
+template <typename Fn>
+static void for_each_good_packet(std::initializer_list<uint32_t> lens, Fn fn)
 {
 	for (uint8_t op : wiretest::supported_opcodes()) {
 		for (int v : {4, 6}) {
-			for (uint32_t len : {0u, 1u, 2u, 3u, 4u, 5u, 255u, 1024u}) {
+			for (uint32_t len : lens) {
 				const sroce_opcode_info *oi = sroce_opcode_lookup(op);
 				if (len && oi->pos != SROCE_POS_LAST && oi->pos != SROCE_POS_ONLY &&
 				    (len & 3))
@@ -45,40 +49,49 @@ TEST(WireValidate, AcceptsEverySupportedOpcode)
 				s.ip_version = v;
 				s.opcode = op;
 				s.payload_len = len;
-				auto p = build_packet(s);
-				sroce_pkt pkt;
-				ASSERT_EQ(parse_exact(p.data(), p.size(), &pkt), SROCE_WIRE_OK);
-				uint32_t iphl = v == 4 ? 20 : 40;
-				uint32_t pay = (oi->flags & SROCE_OPF_PAYLOAD) ? len : 0;
-				EXPECT_EQ(pkt.info, oi);
-				EXPECT_EQ(pkt.ip_version, v);
-				EXPECT_EQ(pkt.opcode, op);
-				EXPECT_EQ(pkt.udp_off, iphl);
-				EXPECT_EQ(pkt.bth_off, iphl + 8);
-				EXPECT_EQ(pkt.src_port, 0xc0de);
-				EXPECT_EQ(pkt.hdr_off[SROCE_HDR_BTH], iphl + 8);
-				for (int h = 0; h < SROCE_HDR_NR; h++) {
-					int off = sroce_opcode_hdr_off(oi, (sroce_hdr)h);
-					EXPECT_EQ(pkt.hdr_off[h], off < 0 ? 0u : iphl + 8 + (uint32_t)off);
-				}
-				EXPECT_EQ(pkt.payload_off, iphl + 8 + oi->hdr_len);
-				EXPECT_EQ(pkt.payload_len, pay);
-				EXPECT_EQ(pkt.pad, wiretest::pad_for(pay));
-				EXPECT_EQ(pkt.end, p.size());
-				EXPECT_EQ(pkt.icrc_off, p.size() - 4);
-				EXPECT_EQ(p[pkt.payload_off + (pay ? pay - 1 : 0)],
-					  pay ? (uint8_t)(0x5a + pay - 1) : p[pkt.payload_off]);
-				// the transport-only entry point agrees
-				sroce_pkt t;
-				ASSERT_EQ(sroce_parse_bth(p.data() + iphl + 8, p.size() - iphl - 8, 0, &t),
-					  SROCE_WIRE_OK);
-				EXPECT_EQ(t.info, oi);
-				EXPECT_EQ(t.payload_off + iphl + 8, pkt.payload_off);
-				EXPECT_EQ(t.payload_len, pkt.payload_len);
-				EXPECT_EQ(t.icrc, pkt.icrc);
+				fn(build_packet(s), op, oi, v, len);
 			}
 		}
 	}
+}
+
+TEST(WireValidate, AcceptsEverySupportedOpcode)
+{
+	for_each_good_packet({0u, 1u, 2u, 3u, 4u, 5u, 255u, 1024u}, [](const std::vector<uint8_t> &p,
+								    uint8_t op,
+								    const sroce_opcode_info *oi,
+								    int v, uint32_t len) {
+		sroce_pkt pkt;
+		ASSERT_EQ(parse_exact(p.data(), p.size(), &pkt), SROCE_WIRE_OK);
+		uint32_t iphl = v == 4 ? 20 : 40;
+		uint32_t pay = (oi->flags & SROCE_OPF_PAYLOAD) ? len : 0;
+		EXPECT_EQ(pkt.info, oi);
+		EXPECT_EQ(pkt.ip_version, v);
+		EXPECT_EQ(pkt.opcode, op);
+		EXPECT_EQ(pkt.udp_off, iphl);
+		EXPECT_EQ(pkt.bth_off, iphl + 8);
+		EXPECT_EQ(pkt.src_port, 0xc0de);
+		EXPECT_EQ(pkt.hdr_off[SROCE_HDR_BTH], iphl + 8);
+		for (int h = 0; h < SROCE_HDR_NR; h++) {
+			int off = sroce_opcode_hdr_off(oi, (sroce_hdr)h);
+			EXPECT_EQ(pkt.hdr_off[h], off < 0 ? 0u : iphl + 8 + (uint32_t)off);
+		}
+		EXPECT_EQ(pkt.payload_off, iphl + 8 + oi->hdr_len);
+		EXPECT_EQ(pkt.payload_len, pay);
+		EXPECT_EQ(pkt.pad, wiretest::pad_for(pay));
+		EXPECT_EQ(pkt.end, p.size());
+		EXPECT_EQ(pkt.icrc_off, p.size() - 4);
+		EXPECT_EQ(p[pkt.payload_off + (pay ? pay - 1 : 0)],
+			  pay ? (uint8_t)(0x5a + pay - 1) : p[pkt.payload_off]);
+		// the transport-only entry point agrees
+		sroce_pkt t;
+		ASSERT_EQ(sroce_parse_bth(p.data() + iphl + 8, p.size() - iphl - 8, 0, &t),
+			  SROCE_WIRE_OK);
+		EXPECT_EQ(t.info, oi);
+		EXPECT_EQ(t.payload_off + iphl + 8, pkt.payload_off);
+		EXPECT_EQ(t.payload_len, pkt.payload_len);
+		EXPECT_EQ(t.icrc, pkt.icrc);
+	});
 }
 
 TEST(WireValidate, TrailingBytesAfterIpPacketIgnored)
@@ -349,21 +362,30 @@ TEST(WireValidate, AllOpcodesAllBytes)
 	}
 }
 
+// A good packet of a random opcode, IP version and payload length (below
+// max_payload) with one to four bits flipped among its first flip_span bytes.
+static std::vector<uint8_t> damaged_packet(std::mt19937 &rng, uint32_t max_payload,
+					   size_t flip_span)
+{
+	PacketSpec s;
+	s.ip_version = rng() & 1 ? 4 : 6;
+	auto ops = wiretest::supported_opcodes();
+	s.opcode = ops[rng() % ops.size()];
+	s.payload_len = rng() % max_payload;
+	auto p = build_packet(s);
+	int flips = 1 + rng() % 4;
+	for (int f = 0; f < flips; f++)
+		p[rng() % std::min(p.size(), flip_span)] ^= (uint8_t)(1u << (rng() % 8));
+	return p;
+}
+
 TEST(WireValidate, RandomGarbageNeverCrashes)
 {
 	std::mt19937 rng(99);
 	sroce_pkt pkt;
 	int ok = 0;
 	for (int i = 0; i < 20000; i++) {
-		PacketSpec s;
-		s.ip_version = rng() & 1 ? 4 : 6;
-		auto ops = wiretest::supported_opcodes();
-		s.opcode = ops[rng() % ops.size()];
-		s.payload_len = rng() % 64;
-		auto p = build_packet(s);
-		int flips = 1 + rng() % 4;
-		for (int f = 0; f < flips; f++)
-			p[rng() % p.size()] ^= (uint8_t)(1u << (rng() % 8));
+		auto p = damaged_packet(rng, 64, SIZE_MAX);
 		if (rng() % 4 == 0)
 			p.resize(rng() % (p.size() + 1));
 		if (rng() % 2)
@@ -408,40 +430,18 @@ static void expect_hdrs_only_agrees(const std::vector<uint8_t> &p, size_t len)
 
 TEST(WireValidate, HeadersOnlyAgreesWithWholeBuffer)
 {
-	for (uint8_t op : wiretest::supported_opcodes()) {
-		for (int v : {4, 6}) {
-			for (uint32_t len : {0u, 3u, 4u, 40u, 1024u, 4096u}) {
-				const sroce_opcode_info *oi = sroce_opcode_lookup(op);
-				if (len && oi->pos != SROCE_POS_LAST && oi->pos != SROCE_POS_ONLY &&
-				    (len & 3))
-					continue;
-				SCOPED_TRACE(std::string(oi->name) + " v" + std::to_string(v) +
-					     " len " + std::to_string(len));
-				PacketSpec s;
-				s.ip_version = v;
-				s.opcode = op;
-				s.payload_len = len;
-				auto p = build_packet(s);
-				sroce_pkt pkt;
-				ASSERT_EQ(wiretest::parse_hdrs_only(p.data(), p.size(), &pkt),
-					  SROCE_WIRE_OK);
-				expect_hdrs_only_agrees(p, p.size());
-				for (size_t cut = 0; cut < p.size(); cut += cut < 100 ? 1 : 97)
-					expect_hdrs_only_agrees(p, cut);
-			}
-		}
-	}
+	for_each_good_packet({0u, 3u, 4u, 40u, 1024u, 4096u}, [](const std::vector<uint8_t> &p,
+								  uint8_t, const sroce_opcode_info *,
+								  int, uint32_t) {
+		sroce_pkt pkt;
+		ASSERT_EQ(wiretest::parse_hdrs_only(p.data(), p.size(), &pkt), SROCE_WIRE_OK);
+		expect_hdrs_only_agrees(p, p.size());
+		for (size_t cut = 0; cut < p.size(); cut += cut < 100 ? 1 : 97)
+			expect_hdrs_only_agrees(p, cut);
+	});
 	std::mt19937 rng(7);
 	for (int i = 0; i < 20000; i++) {
-		PacketSpec s;
-		s.ip_version = rng() & 1 ? 4 : 6;
-		auto ops = wiretest::supported_opcodes();
-		s.opcode = ops[rng() % ops.size()];
-		s.payload_len = rng() % 200;
-		auto p = build_packet(s);
-		int flips = 1 + rng() % 4;
-		for (int f = 0; f < flips; f++)
-			p[rng() % std::min<size_t>(p.size(), 64)] ^= (uint8_t)(1u << (rng() % 8));
+		auto p = damaged_packet(rng, 200, 64);
 		expect_hdrs_only_agrees(p, p.size());
 	}
 }
