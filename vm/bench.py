@@ -333,7 +333,7 @@ class Bench:
         if not (s.ok and c.ok):
             bad = c if not c.ok else s
             raise BenchError("%s: %s" % ("client" if bad is c else "server", first_error(bad)))
-        if PERFTEST_CLOCK_WARNING.search(c.out) or PERFTEST_CLOCK_WARNING.search(s.out):
+        if any(PERFTEST_CLOCK_WARNING.search(r.out + r.err) for r in (s, c)):
             raise PerftestClockError("perftest's clock calibration failed (r^2 warning)")
         m = (BW_ROW if metric == "bw" else LAT_ROW).search(c.out)
         if not m:
