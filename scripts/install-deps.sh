@@ -28,6 +28,8 @@ PKGS=(
 	iperf3 sockperf qperf tshark
 	# make bench's chart
 	python3-matplotlib
+	# documentation check (tests/build/test_docs.py)
+	python3-docutils
 )
 
 missing=()
