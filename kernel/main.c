@@ -418,6 +418,7 @@ static int __init sroce_init(void)
 
 	sroce_net_init_counters();
 	sroce_cc_init();
+	sroce_resp_ack_init();
 
 	err = sroce_net_register();
 	if (err)
@@ -449,6 +450,8 @@ static void __exit sroce_exit(void)
 	unregister_netdevice_notifier(&sroce_netdev_nb);
 	/* Every namespace's sockets are closed: they went with the devices. */
 	sroce_net_unregister();
+	/* No QP is left to owe an ACK. */
+	sroce_resp_ack_fini();
 }
 
 module_init(sroce_init);

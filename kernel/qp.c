@@ -224,6 +224,7 @@ static void sroce_qp_init(struct sroce_qp *qp, struct sroce_dev *sdev,
 	sroce_cc_init_qp(qp);
 	mutex_init(&qp->mod_lock);
 	skb_queue_head_init(&qp->resp.backlog);
+	INIT_LIST_HEAD(&qp->resp.ack_node);
 }
 
 /*
@@ -762,6 +763,7 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	sroce_mcast_qp_gone(qp);
 	spin_lock_bh(&qp->sq_lock);
 	spin_lock(&qp->rq_lock);
+	sroce_resp_ack_flush_locked(qp);	/* for requests executed */
 	qp->dead = true;
 	spin_unlock(&qp->rq_lock);
 	spin_unlock_bh(&qp->sq_lock);

@@ -9,6 +9,17 @@
  * the payload into the receive WQE (SEND) or the target region (WRITE),
  * READ responses and atomic ACKs, and ACKs for packets with AckReq.
  *
+ * ACKs are coalesced: a request that asks for one notes its PSN, and the QP
+ * joins a list of this CPU whose tasklet runs when the softirq that
+ * received the request has finished its batch (a NAPI poll, a loopback
+ * run); it then sends one ACK per QP, for the newest PSN noted. Requests
+ * that arrive together (a train of small messages, the data and response
+ * of an NVMe-oF read) are acknowledged by one frame. Any other packet the
+ * responder sends (NAK, READ response, atomic ACK) and every end of the
+ * responder (ERR, reset, destroy) sends the ACK still owed first, so the
+ * peer sees the same packets in the same PSN order as without coalescing,
+ * only fewer ACKs.
+ *
  * A READ whose responses exceed SROCE_RESP_BUDGET packets continues in
  * resp_work; requests that arrive meanwhile wait in qp->resp.backlog (bounded) so
  * that responses leave in PSN order.
@@ -114,6 +125,7 @@ static u8 sroce_resp_opcode(const struct sroce_qp *qp, u8 rc_op)
 struct sroce_resp_pkt {
 	u8			opcode;
 	u32			psn;
+	u32			msn;
 	u8			syn;
 	u64			orig;
 	u32			rkey;
@@ -126,10 +138,10 @@ struct sroce_resp_pkt {
  * if its payload is in an ODP page not mapped yet (not sent), or -EACCES if
  * it could not be read from region @rkey any more.
  */
-static int sroce_resp_send(struct sroce_qp *qp, const struct sroce_resp_pkt *p)
+static int sroce_resp_xmit(struct sroce_qp *qp, const struct sroce_resp_pkt *p)
 {
 	const struct sroce_opcode_info *oi = sroce_opcode_lookup(p->opcode);
-	struct sroce_aeth aeth = { .syndrome = p->syn, .msn = qp->resp.msn };
+	struct sroce_aeth aeth = { .syndrome = p->syn, .msn = p->msn };
 	struct sroce_txpkt tp;
 	unsigned int wire;
 
@@ -162,11 +174,112 @@ static int sroce_resp_send(struct sroce_qp *qp, const struct sroce_resp_pkt *p)
 	return 0;
 }
 
+/* --------------------------------------------------------- ACK coalescing */
+
+struct sroce_ack_cpu {
+	struct list_head	qps;	/* resp.ack_node, ack_queued */
+	struct tasklet_struct	tasklet;
+};
+
+static DEFINE_PER_CPU(struct sroce_ack_cpu, sroce_ack_cpu);
+
+/* Send the ACK @qp owes, if any. rq_lock held. */
+void sroce_resp_ack_flush_locked(struct sroce_qp *qp)
+{
+	struct sroce_resp_pkt p = {
+		.opcode = sroce_resp_opcode(qp, SROCE_OP_RC_ACKNOWLEDGE),
+		.psn = qp->resp.ack_psn,
+		.msn = qp->resp.ack_msn,
+		.syn = sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID),
+	};
+
+	if (!qp->resp.ack_pending)
+		return;
+	qp->resp.ack_pending = false;
+	sroce_resp_xmit(qp, &p);	/* if lost, the requester's timer resends */
+}
+
+/*
+ * The request at @psn asked for an ACK: owe it, and send it at the end of
+ * the receive batch. rq_lock held (BHs off: this CPU's list is ours).
+ */
+static void sroce_resp_ack_later(struct sroce_qp *qp, u32 psn)
+{
+	struct sroce_ack_cpu *ac;
+
+	if (qp->resp.ack_pending)
+		sroce_cnt_inc(qp->sdev, SROCE_CNT_ACK_COALESCED);
+	qp->resp.ack_pending = true;
+	qp->resp.ack_psn = psn;
+	qp->resp.ack_msn = qp->resp.msn;
+	if (qp->resp.ack_queued)
+		return;		/* on a list already, maybe another CPU's */
+	if (!refcount_inc_not_zero(&qp->ref)) {
+		sroce_resp_ack_flush_locked(qp);	/* being destroyed */
+		return;
+	}
+	ac = this_cpu_ptr(&sroce_ack_cpu);
+	qp->resp.ack_queued = true;
+	list_add_tail(&qp->resp.ack_node, &ac->qps);
+	tasklet_schedule(&ac->tasklet);
+}
+
+/* After a receive batch: the ACKs the QPs that joined this CPU's list owe. */
+static void sroce_ack_tasklet(struct tasklet_struct *t)
+{
+	struct sroce_ack_cpu *ac = from_tasklet(ac, t, tasklet);
+	struct sroce_qp *qp, *next;
+	LIST_HEAD(qps);
+
+	list_splice_init(&ac->qps, &qps);
+	list_for_each_entry_safe(qp, next, &qps, resp.ack_node) {
+		/* Off the list before another CPU may queue it again. */
+		list_del_init(&qp->resp.ack_node);
+		spin_lock(&qp->rq_lock);
+		qp->resp.ack_queued = false;
+		sroce_resp_ack_flush_locked(qp);
+		spin_unlock(&qp->rq_lock);
+		sroce_qp_put(qp);
+	}
+}
+
+void sroce_resp_ack_init(void)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		struct sroce_ack_cpu *ac = per_cpu_ptr(&sroce_ack_cpu, cpu);
+
+		INIT_LIST_HEAD(&ac->qps);
+		tasklet_setup(&ac->tasklet, sroce_ack_tasklet);
+	}
+}
+
+/* Module exit: every QP is gone, and with them the references queued. */
+void sroce_resp_ack_fini(void)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		tasklet_kill(&per_cpu_ptr(&sroce_ack_cpu, cpu)->tasklet);
+}
+
+/*
+ * Send a response. An ACK still owed goes first: it covers PSNs before
+ * this packet's.
+ */
+static int sroce_resp_send(struct sroce_qp *qp, const struct sroce_resp_pkt *p)
+{
+	sroce_resp_ack_flush_locked(qp);
+	return sroce_resp_xmit(qp, p);
+}
+
 static void sroce_send_ack(struct sroce_qp *qp, u32 psn, u8 syn)
 {
 	struct sroce_resp_pkt p = {
 		.opcode = sroce_resp_opcode(qp, SROCE_OP_RC_ACKNOWLEDGE),
 		.psn = psn,
+		.msn = qp->resp.msn,
 		.syn = syn,
 	};
 
@@ -179,6 +292,7 @@ static void sroce_send_atomic_ack(struct sroce_qp *qp, u32 psn, u64 orig)
 	struct sroce_resp_pkt p = {
 		.opcode = sroce_resp_opcode(qp, SROCE_OP_RC_ATOMIC_ACKNOWLEDGE),
 		.psn = psn,
+		.msn = qp->resp.msn,
 		.syn = sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID),
 		.orig = orig,
 	};
@@ -349,6 +463,8 @@ static void sroce_read_job_end(struct sroce_qp *qp)
  */
 void sroce_resp_stop_locked(struct sroce_qp *qp)
 {
+	/* What was executed is acknowledged, even on the way to ERR. */
+	sroce_resp_ack_flush_locked(qp);
 	sroce_resp_drop_write(qp);
 	sroce_read_job_end(qp);
 	qp->resp.in_msg = false;
@@ -661,6 +777,7 @@ static bool sroce_read_job_run(struct sroce_qp *qp, unsigned int budget)
 			.opcode = sroce_opcode_find(sroce_qp_transport(qp),
 						    SROCE_KIND_READ_RESP, pos, 0),
 			.psn = rj->psn,
+			.msn = qp->resp.msn,
 			.syn = sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID),
 			.rkey = rj->rkey,
 			.va = rj->va,
@@ -1188,8 +1305,7 @@ static void sroce_resp_exec(struct sroce_qp *qp, const struct sk_buff *skb,
 	qp->resp.msg_kind = oi->kind;
 	qp->resp.epsn = sroce_psn_inc(c.psn);
 	if (qp->type == IB_QPT_RC && sroce_bth_ackreq(c.bth))
-		sroce_send_ack(qp, c.psn,
-			       sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID));
+		sroce_resp_ack_later(qp, c.psn);
 }
 
 /*

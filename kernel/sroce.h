@@ -144,6 +144,7 @@ enum sroce_cnt {
 	SROCE_CNT_SEQ_NAK_SENT,	/* responder: NAK sequence errors sent */
 	SROCE_CNT_RNR_NAK_SENT,	/* responder: RNR NAKs sent */
 	SROCE_CNT_DUP_REQ,	/* responder: duplicate requests */
+	SROCE_CNT_ACK_COALESCED, /* responder: ACKs a later one covered */
 	SROCE_CNT_RX_STALE,	/* valid but unexpected (stale, wrong state) */
 	SROCE_CNT_DROP_PEER,	/* RC/UC: IP addresses are not the QP's path */
 	SROCE_CNT_DROP_PKEY,	/* BTH P_Key does not match the QP's */
@@ -677,6 +678,16 @@ struct sroce_resp_info {
 	struct sroce_read_job	read;		/* READ being answered */
 	struct sk_buff_head	backlog;	/* requests behind that READ */
 	struct delayed_work	work;		/* continues READ, backlog */
+	/*
+	 * ACK coalescing (resp.c): an ACK owed for ack_psn, to go out when
+	 * the receive batch ends; ack_node is on a CPU's list (with a QP
+	 * reference) while ack_queued.
+	 */
+	bool			ack_pending;
+	bool			ack_queued;
+	u32			ack_psn;
+	u32			ack_msn;
+	struct list_head	ack_node;
 };
 
 struct sroce_qp {
@@ -1107,6 +1118,9 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 void sroce_resp_work(struct work_struct *work);
 void sroce_resp_reset_locked(struct sroce_qp *qp);
 void sroce_resp_stop_locked(struct sroce_qp *qp);
+void sroce_resp_ack_flush_locked(struct sroce_qp *qp);
+void sroce_resp_ack_init(void);
+void sroce_resp_ack_fini(void);
 
 /* net.c: transmit */
 #define SROCE_TX_HIGH		128
