@@ -186,15 +186,16 @@ static DEFINE_PER_CPU(struct sroce_ack_cpu, sroce_ack_cpu);
 /* Send the ACK @qp owes, if any. rq_lock held. */
 void sroce_resp_ack_flush_locked(struct sroce_qp *qp)
 {
-	struct sroce_resp_pkt p = {
+	struct sroce_resp_pkt p;
+
+	if (!qp->resp.ack_pending)
+		return;
+	p = (struct sroce_resp_pkt) {
 		.opcode = sroce_resp_opcode(qp, SROCE_OP_RC_ACKNOWLEDGE),
 		.psn = qp->resp.ack_psn,
 		.msn = qp->resp.ack_msn,
 		.syn = sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID),
 	};
-
-	if (!qp->resp.ack_pending)
-		return;
 	qp->resp.ack_pending = false;
 	sroce_resp_xmit(qp, &p);	/* if lost, the requester's timer resends */
 }
