@@ -496,6 +496,13 @@ int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 psn,
 	} else if (oi->kind == SROCE_KIND_ATOMIC_WRITE) {
 		plen = sizeof(wqe->wr.wr.atomic.compare_add);
 	}
+	/*
+	 * An ACK this QP's responder owes goes out before the request: a
+	 * receive that woke a process can leave the ACK tasklet to ksoftirqd,
+	 * and the reply the process posts must not overtake the ACK.
+	 */
+	if (qp->type == IB_QPT_RC && READ_ONCE(qp->resp.ack_pending))
+		sroce_resp_ack_flush(qp);
 	if (sroce_tx_alloc(qp->sdev, av, oi->hdr_len, plen, &tp))
 		return -ENOBUFS;	/* no memory: hold back, try again */
 	tp.qp = qp;

@@ -200,6 +200,14 @@ void sroce_resp_ack_flush_locked(struct sroce_qp *qp)
 	sroce_resp_xmit(qp, &p);	/* if lost, the requester's timer resends */
 }
 
+/* The same, from the requester (sq_lock held, BHs off; sq_lock before rq_lock). */
+void sroce_resp_ack_flush(struct sroce_qp *qp)
+{
+	spin_lock(&qp->rq_lock);
+	sroce_resp_ack_flush_locked(qp);
+	spin_unlock(&qp->rq_lock);
+}
+
 /*
  * The request at @psn asked for an ACK: owe it, and send it at the end of
  * the receive batch. rq_lock held (BHs off: this CPU's list is ours).

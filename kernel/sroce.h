@@ -1119,6 +1119,7 @@ void sroce_resp_work(struct work_struct *work);
 void sroce_resp_reset_locked(struct sroce_qp *qp);
 void sroce_resp_stop_locked(struct sroce_qp *qp);
 void sroce_resp_ack_flush_locked(struct sroce_qp *qp);
+void sroce_resp_ack_flush(struct sroce_qp *qp);
 void sroce_resp_ack_init(void);
 void sroce_resp_ack_fini(void);
 

@@ -73,6 +73,11 @@ PERFTEST = {
     "atomic_bw": ("ib_atomic_bw", "-n %d --report_gbits" % ITERS, 8),
     "write_lat": ("ib_write_lat", "-s 2 -n %d" % ITERS, 2),
     "read_lat": ("ib_read_lat", "-s 2 -n %d" % ITERS, 2),
+    # -e: completion events (a completion channel, ibv_req_notify_cq, sleeping in
+    # ibv_get_cq_event) instead of busy polling. perftest polls once per event, so it
+    # hangs if a reply overtakes the ACK of the request it answers
+    "send_lat_events": ("ib_send_lat", "-e -s 2 -n %d" % ITERS, 2),
+    "send_bw_events": ("ib_send_bw", "-e -s 65536 -n %d --report_gbits" % ITERS, 65536),
     "send_lat": ("ib_send_lat", "-s 2 -n %d" % ITERS, 2),
     "atomic_lat": ("ib_atomic_lat", "-n %d" % ITERS, 8),
     # UD messages must fit one packet
