@@ -66,10 +66,6 @@ LAT_ROW = re.compile(r"^\s*(\d+)\s+(\d+)" + r"\s+([\d.]+)" * 7, re.M)
 # perftest's columns: BW peak, BW average, MsgRate; t_min, t_max, t_typical, ...
 BW_AVERAGE, T_TYPICAL = 4, 5
 SOCKPERF_P50 = re.compile(r"percentile 50\.000 =\s*([\d.]+)")
-# perftest calibrates its cycle counter against the clock at start; when the fit
-# is poor (now and then under TCG) it warns so, and its bandwidth figures are then
-# garbage (a BW average of 0 over thousands of iterations), whatever the device did
-PERFTEST_CLOCK_WARNING = re.compile(r"Correlation coefficient r\^2: [\d.]+ < ")
 PERF_PORT, IPERF_PORT, SOCKPERF_PORT = 18515, 5201, 11111
 GiB = 1 << 30
 
@@ -333,7 +329,7 @@ class Bench:
         if not (s.ok and c.ok):
             bad = c if not c.ok else s
             raise BenchError("%s: %s" % ("client" if bad is c else "server", first_error(bad)))
-        if any(PERFTEST_CLOCK_WARNING.search(r.out + r.err) for r in (s, c)):
+        if guestrdma.perftest_clock_failed(s, c):
             raise PerftestClockError("perftest's clock calibration failed (r^2 warning)")
         m = (BW_ROW if metric == "bw" else LAT_ROW).search(c.out)
         if not m:

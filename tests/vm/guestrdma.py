@@ -20,6 +20,9 @@ how the guest consoles are watched meanwhile is said here, once:
   console_guard(rig, what)      with-block that fails if a guest console
                                 shows a kernel problem meanwhile
   wait_for(fn, timeout, what)   poll fn until it returns something true
+  perftest_clock_failed(*results)
+                                perftest's cycle-counter calibration failed
+                                in one of these runs (its figures are void)
 
 Failures raise AssertionError (pytest reports them as failures; vm/bench.py
 reports them as the kind's error). Usable without pytest: vm/bench.py puts
@@ -48,6 +51,15 @@ FAMILIES = ("ipv4", "ipv6")
 # ibverbs-utils pingpongs and perftest exchange QP numbers over TCP on this
 # port (their default) before any RDMA traffic flows.
 EXCH_PORT = 18515
+# perftest calibrates its cycle counter against the clock at start; when the fit
+# is poor (now and then under TCG) it warns so, and its bandwidth figures are then
+# garbage (a BW average of 0), whatever the device did.
+PERFTEST_CLOCK_WARNING = re.compile(r"Correlation coefficient r\^2: [\d.]+ < ")
+
+
+def perftest_clock_failed(*results):
+    """True if perftest warned in any of these Results that its clock calibration failed."""
+    return any(PERFTEST_CLOCK_WARNING.search(r.out + r.err) for r in results)
 
 
 def wait_for(fn, timeout=20, interval=0.3, what="condition"):
