@@ -300,9 +300,19 @@ def _qstats(text):
     return bn.qdisc_stats(text)
 
 
+def drops_allowed(sent):
+    """Drops at the bottleneck that a run with DCQCN may show: 0.2 % of the
+    packets sent. DCQCN without PFC promises no lossless link; on the rig a
+    run now and then drops a few (97 of 73 522 once, in CI), where the same
+    flows without it drop far more (test_without_dcqcn_the_bottleneck_drops
+    asks for more than this)."""
+    return sent // 500
+
+
 def test_dcqcn_shares_a_bottleneck_without_loss(sroce_pair, bottleneck):
     """Two RC flows into a 30 Mbit/s bottleneck that marks CE: DCQCN keeps the
-    queue from overflowing (no drop there), the requesters do not retransmit
+    queue from overflowing (drops there at most drops_allowed, usually none),
+    the requesters do not retransmit
     (retry, seq_nak_rcvd near zero), the flows share fairly (Jain's index
     >= 0.9) and together keep the bottleneck busy. Under TCG with slub_debug the
     utilization reached is about 90 %; the test asks for 70 % (a benchmark, not a
@@ -313,10 +323,10 @@ def test_dcqcn_shares_a_bottleneck_without_loss(sroce_pair, bottleneck):
              d["seq_nak_rcvd"], d["tx_packets"]))
     assert all(r.ok for r in results), results
     assert len(rates) == 2, rates
-    assert q1["dropped"] == q0["dropped"], (q0, q1)
+    sent = max(d["tx_packets"], 1)
+    assert q1["dropped"] - q0["dropped"] <= drops_allowed(sent), (sent, q0, q1)
     assert q1["ce_mark"] > q0["ce_mark"], (q0, q1)
     assert d["rp_rate_reductions"] > 0, d
-    sent = max(d["tx_packets"], 1)
     assert d["retry"] + d["seq_nak_rcvd"] <= sent // 1000 + 2, d
     assert jain(rates) >= 0.9, rates
     assert sum(rates) >= 0.7 * bn.MBIT, rates
@@ -326,8 +336,8 @@ def test_dcqcn_paces_read_responses(sroce_pair, bottleneck):
     """Two ib_read_bw flows from namespace cc READ from guest 1: the READ
     responses cross the bottleneck, the reader's QPs answer their CE marks
     with CNPs, and guest 1's responder QPs (perftest leaves them in RTR) take
-    them and pace their responses: rate cuts, no drop at the bottleneck, fair
-    shares. (Unpaced, the READs outstanding keep about 1 MB queued there:
+    them and pace their responses: rate cuts, no drops at the bottleneck
+    beyond drops_allowed, fair shares. (Unpaced, the READs outstanding keep about 1 MB queued there:
     every response is marked.)"""
     results, rates, d, q0, q1 = two_flows(sroce_pair, bottleneck, read=True)
     print("READ responses %s Mbit/s (%.0f %% of %d), Jain %.3f, cuts %d, drops %d"
@@ -336,19 +346,22 @@ def test_dcqcn_paces_read_responses(sroce_pair, bottleneck):
     assert all(r.ok for r in results), results
     assert len(rates) == 2, rates
     assert d["rp_cnp_handled"] > 0 and d["rp_rate_reductions"] > 0, d
-    assert q1["dropped"] == q0["dropped"], (q0, q1)
+    assert q1["dropped"] - q0["dropped"] <= drops_allowed(max(d["tx_packets"], 1)), (d, q0, q1)
     assert jain(rates) >= 0.9, rates
     assert sum(rates) >= 0.7 * bn.MBIT, rates
 
 
 def test_without_dcqcn_the_bottleneck_drops(sroce_pair, bottleneck):
     """The same two flows with rp_enable 0 overrun the bottleneck: its queue
-    overflows and the requesters retransmit."""
+    overflows, dropping more than a run with DCQCN may, and the requesters
+    retransmit."""
     cli = sroce_pair.client
     set_params(cli.guest, cli.dev, {"rp_enable": 0})
     results, rates, d, q0, q1 = two_flows(sroce_pair, bottleneck, seconds=14, window=5,
                                         wait=40)
-    assert q1["dropped"] > q0["dropped"], (q0, q1)
+    print("without DCQCN: %d drops of %d packets" % (q1["dropped"] - q0["dropped"],
+                                                     d["tx_packets"]))
+    assert q1["dropped"] - q0["dropped"] > drops_allowed(max(d["tx_packets"], 1)), (d, q0, q1)
     assert d["retry"] + d["seq_nak_rcvd"] > 0, d
 
 
