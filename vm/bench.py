@@ -778,6 +778,10 @@ def main():
                     help="let rdma_rxe compute its ICRC with crc32-pclmul (by default the "
                          "guests blacklist it and rdma_rxe uses the generic CRC-32, as sroce "
                          "does: under TCG the kernel FPU it needs costs more than it saves)")
+    ap.add_argument("--wire-priority", action="store_true",
+                    help="give each guest's QEMU main thread (which moves the frames: the "
+                         "NIC and the wire) SCHED_FIFO, so that vCPUs that busy-poll do not "
+                         "keep it off the host's cores (Documentation/performance.rst)")
     ap.add_argument("--smp", type=int, default=1)
     ap.add_argument("--mem", type=int, default=1024)
     ap.add_argument("--timeout", type=int, default=600, help="per command")
@@ -808,16 +812,19 @@ def main():
     def make_rig(n):
         return rigmod.Rig(guests=2, smp=a.smp, mem=a.mem, debug=a.slub_debug,
                           kargs="" if a.pclmul else "modprobe.blacklist=crc32_pclmul",
+                          wire_priority=a.wire_priority,
                           outdir=os.path.join(a.out, "boot-%d" % n))
     t0 = time.time()
     b = Bench(make_rig, a)
     try:
         rig = b.rig.start()
-        print("bench: 2 guests of %s (%s, %d vCPU, %d MiB each, %s, %s) up in %.1f s; "
+        print("bench: 2 guests of %s (%s, %d vCPU, %d MiB each, %s, %s, %s) up in %.1f s; "
               "output in %s" % (rig.kver, "kvm" if rig.kvm else "tcg", a.smp, a.mem,
                                 "slub_debug=FZPU" if a.slub_debug else "no slub_debug",
                                 "crc32-pclmul allowed" if a.pclmul else
-                                "crc32-pclmul blacklisted", rig.boot_seconds, a.out),
+                                "crc32-pclmul blacklisted",
+                                "wire thread SCHED_FIFO" if a.wire_priority else
+                                "wire thread CFS", rig.boot_seconds, a.out),
               flush=True)
         load0 = os.getloadavg()
         b.run()
@@ -842,7 +849,7 @@ def main():
           "%.0f s" % (load0 + os.getloadavg() + (os.cpu_count(), time.time() - t0)))
     with open(os.path.join(a.out, "bench.json"), "w") as f:
         json.dump({"kver": rig.kver, "accel": "kvm" if rig.kvm else "tcg", "smp": a.smp,
-                   "pclmul": a.pclmul,
+                   "pclmul": a.pclmul, "wire_priority": a.wire_priority,
                    "mem": a.mem, "reps": a.reps, "mtus": a.mtus, "kinds": a.kinds,
                    "meta": b.meta, "results": b.results, "summary": summary,
                    "targets": [{"what": w, "value": v, "met": ok,

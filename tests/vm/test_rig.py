@@ -50,15 +50,26 @@ def test_console_detector_catches_kernel_warnings(rig):
 
 
 def test_boot_options(tmp_path):
-    """MTU, netem and extra kernel arguments given to the rig reach the guest."""
+    """MTU, netem and extra kernel arguments given to the rig reach the guest;
+    wire_priority puts QEMU's main thread, and no other, under SCHED_FIFO (the
+    threads QEMU starts for the guest's file I/O meanwhile do not inherit it)."""
     r = rigmod.Rig(guests=1, mtu=9000, netem={0: "delay 2ms"}, kargs="sroce_rig_selftest=1",
-                   outdir=os.path.join(REPO, "build", "vm", "test-options"))
+                   wire_priority=True, outdir=os.path.join(REPO, "build", "vm", "test-options"))
     with r:
         g = r[0]
         assert g.check("cat /sys/class/net/eth0/mtu").strip() == "9000"
         assert "netem" in g.check("tc qdisc show dev eth0")
         assert "sroce_rig_selftest=1" in g.check("cat /proc/cmdline")
         assert "slub_debug=FZPU" in g.check("cat /proc/cmdline")
+        g.check("cat /src/Makefile /src/README.md >/dev/null")
+        policy = {}
+        for t in map(int, os.listdir("/proc/%d/task" % g.qemu.pid)):
+            try:
+                policy[t] = os.sched_getscheduler(t) & ~os.SCHED_RESET_ON_FORK
+            except ProcessLookupError:
+                pass    # an idle I/O worker that has just ended
+        assert policy.pop(g.qemu.pid) == os.SCHED_FIFO
+        assert policy and set(policy.values()) == {os.SCHED_OTHER}, policy
         bad = r.bad_console_lines()
     assert bad == []
 
