@@ -779,9 +779,11 @@ def main():
                          "guests blacklist it and rdma_rxe uses the generic CRC-32, as sroce "
                          "does: under TCG the kernel FPU it needs costs more than it saves)")
     ap.add_argument("--wire-priority", action="store_true",
-                    help="give each guest's QEMU main thread (which moves the frames: the "
-                         "NIC and the wire) SCHED_FIFO, so that vCPUs that busy-poll do not "
-                         "keep it off the host's cores (Documentation/performance.rst)")
+                    help="for latency studies only: give each guest's QEMU main thread "
+                         "(which moves the frames: the NIC and the wire) SCHED_FIFO, so that "
+                         "vCPUs that busy-poll do not keep it off the host's cores; under load "
+                         "it takes their cores instead, and bandwidth falls "
+                         "(Documentation/performance.rst)")
     ap.add_argument("--smp", type=int, default=1)
     ap.add_argument("--mem", type=int, default=1024)
     ap.add_argument("--timeout", type=int, default=600, help="per command")

@@ -715,7 +715,9 @@ class Rig:
         host's scheduler into every packet's latency; a real host's NIC does
         not compete with its applications for a core. It sleeps when no frame
         moves, and the kernel's RT throttling leaves other threads at least 5 %
-        of each core. Root only (the rig runs as root)."""
+        of each core; but under load it takes the vCPUs' cores and bandwidth
+        falls, so only latency studies use it (vm/bench.py --wire-priority).
+        Root only (the rig runs as root)."""
         for g in self.guests:
             try:
                 os.sched_setscheduler(g.qemu.pid, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK,
