@@ -36,8 +36,11 @@ def test_perftest_clock_warning():
     out = BW_OUT.replace("37.11", "0.00") + \
         "Device not recognized to implement inline feature. Disabling it\n" \
         "Correlation coefficient r^2: 0.588415 < 0.9\n"
-    assert bench.PERFTEST_CLOCK_WARNING.search(out)
-    assert not bench.PERFTEST_CLOCK_WARNING.search(BW_OUT + LAT_OUT)
+    def result(text, err=""):
+        return bench.rigmod.Result("ib_write_bw", 0, text, err)
+    assert bench.guestrdma.perftest_clock_failed(result(BW_OUT), result(out))
+    assert bench.guestrdma.perftest_clock_failed(result(BW_OUT, err=out))
+    assert not bench.guestrdma.perftest_clock_failed(result(BW_OUT), result(LAT_OUT))
 
 
 def test_sockperf_median():
