@@ -70,16 +70,11 @@ _BOOT_SECTOR = bytes([0xB0, 0x42,        # mov al, 0x42
                       0xEB, 0xFD])       # jmp back to hlt
 
 
-def probe_kvm(timeout=4.0):
-    """True if a KVM guest with the host CPU model really runs code here, quickly.
+_kvm_verdicts = {}
 
-    Nested KVM may hang, abort (MSR errors with -cpu host) or crawl: a boot sector
-    that writes to isa-debug-exit must make QEMU exit with 133 within timeout.
-    SROCE_ACCEL=kvm|tcg overrides the probe."""
-    if os.environ.get("SROCE_ACCEL") in ("kvm", "tcg"):
-        return os.environ["SROCE_ACCEL"] == "kvm"
-    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
-        return False
+
+def _kvm_runs_boot_sector(timeout):
+    """A boot sector that writes to isa-debug-exit must make QEMU exit with 133."""
     with tempfile.TemporaryDirectory() as d:
         img = os.path.join(d, "boot.img")
         with open(img, "wb") as f:
@@ -93,6 +88,65 @@ def probe_kvm(timeout=4.0):
         except subprocess.TimeoutExpired:
             return False
         return p.returncode == ((0x42 << 1) | 1)
+
+
+def _kvm_runs_kernel(kernel, timeout):
+    """The guest kernel itself, without an initramfs, must get as far as its
+    panic for want of a root file system (panic=-1 and -no-reboot make QEMU
+    exit then). Stops early when QEMU reports a KVM internal error (it pauses
+    the guest and would wait for the timeout)."""
+    with tempfile.TemporaryDirectory() as d:
+        serial, err = os.path.join(d, "serial"), os.path.join(d, "err")
+        cmd = ["qemu-system-x86_64", "-accel", "kvm", "-cpu", "host", "-m", "256",
+               "-display", "none", "-nodefaults", "-no-user-config", "-no-reboot",
+               "-kernel", kernel, "-append", "console=ttyS0 panic=-1 loglevel=4",
+               "-serial", "file:" + serial]
+        with open(err, "wb") as ef:
+            p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=ef, stderr=ef,
+                                 start_new_session=True)
+        deadline = time.time() + timeout
+        try:
+            while p.poll() is None and time.time() < deadline:
+                with open(err, "rb") as ef:
+                    if b"KVM internal error" in ef.read():
+                        break
+                time.sleep(0.1)
+        finally:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        try:
+            with open(serial, "rb") as f:
+                out = f.read()
+        except OSError:
+            out = b""
+        return p.returncode == 0 and b"Kernel panic" in out
+
+
+def probe_kvm(kernel=None, timeout=4.0):
+    """True if KVM with the host CPU model really runs code here, quickly.
+
+    Nested KVM may hang, abort (MSR errors with -cpu host) or crawl: a boot
+    sector that writes to isa-debug-exit must make QEMU exit within timeout.
+    It may also run a boot sector and fail on the guest kernel (QEMU: "KVM
+    internal error", emulation failure in the decompressor): with kernel
+    given, that image must boot to its no-root panic within 15 s as well
+    (TCG gets there in about 8 s; nested KVM has hung there silently).
+    One verdict per kernel and process. SROCE_ACCEL=kvm|tcg overrides the probe."""
+    if os.environ.get("SROCE_ACCEL") in ("kvm", "tcg"):
+        return os.environ["SROCE_ACCEL"] == "kvm"
+    if kernel in _kvm_verdicts:
+        return _kvm_verdicts[kernel]
+    ok = os.access("/dev/kvm", os.R_OK | os.W_OK) and _kvm_runs_boot_sector(timeout)
+    if ok and kernel:
+        ok = _kvm_runs_kernel(kernel, 15.0)
+    _kvm_verdicts[kernel] = ok
+    return ok
+
+
+def kvm_failed(kernel):
+    """A guest of kernel failed under KVM: the rest of this process uses TCG for it."""
+    _kvm_verdicts[kernel] = False
 
 
 # ---------------------------------------------------------------- initramfs
@@ -440,6 +494,10 @@ class Guest:
             if self.qemu.poll() is not None:
                 raise RigError("%s: qemu exited during boot; console:\n%s" %
                                (self.name, self.console_text()[-3000:]))
+            if self.rig.kvm and self.kvm_internal_error():
+                self.wedged = "KVM internal error during boot"
+                raise RigError("%s: KVM internal error during boot; see %s" %
+                               (self.name, self.dir))
             if time.time() - last_ping > 5:
                 # Best effort: until the guest opens its port QEMU may not
                 # drain the socket, and a full buffer must not end the boot.
@@ -456,8 +514,17 @@ class Guest:
                 # Drain any duplicate answers to early pings.
                 self.run("true", timeout=30)
                 return
+        self.wedged = "did not come up"
         raise RigError("%s: guest did not come up in %ds; console:\n%s" %
                        (self.name, timeout, self.console_text()[-3000:]))
+
+    def kvm_internal_error(self):
+        """QEMU reported a KVM internal error (it then pauses the guest)."""
+        try:
+            with open(os.path.join(self.dir, "qemu.log"), "rb") as f:
+                return b"KVM internal error" in f.read()
+        except OSError:
+            return False
 
     def _send(self, obj):
         self.sock.sendall((json.dumps(obj) + "\n").encode())
@@ -651,7 +718,8 @@ class Rig:
         self.kernel = "/boot/vmlinuz-" + self.kver
         if not os.path.exists(self.kernel):
             raise RigError("no kernel image %s" % self.kernel)
-        self.kvm = probe_kvm()
+        self.kvm = probe_kvm(self.kernel)
+        self.boot_timeout_arg = boot_timeout
         self.boot_timeout = boot_timeout or (60 if self.kvm else 120 + 30 * guests)
         self.guests = [Guest(self, i) for i in range(guests)]
         self.hub = None
@@ -666,6 +734,19 @@ class Rig:
         return self.n
 
     def start(self):
+        try:
+            return self._start()
+        except RigError:
+            if not self.kvm or not any(g.kvm_internal_error() for g in self.guests):
+                raise
+        # The probe passed, the guests did not: use TCG from now on.
+        sys.stderr.write("rig: KVM internal error booting %s; using TCG\n" % self.kver)
+        kvm_failed(self.kernel)
+        self.kvm = False
+        self.boot_timeout = self.boot_timeout_arg or (120 + 30 * self.n)
+        return self._start()
+
+    def _start(self):
         t0 = time.time()
         if os.path.isdir(self.outdir):
             shutil.rmtree(self.outdir)
@@ -830,7 +911,8 @@ def main():
     ap.add_argument("--probe-kvm", action="store_true", help="only report the accelerator")
     a = ap.parse_args()
     if a.probe_kvm:
-        print("kvm" if probe_kvm() else "tcg")
+        print("kvm" if probe_kvm("/boot/vmlinuz-" + (a.kver or os.environ.get("KVER")
+                                                      or default_kver())) else "tcg")
         return 0
     netem = {}
     for n in a.netem:
