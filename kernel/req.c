@@ -325,6 +325,8 @@ void sroce_req_reset_locked(struct sroce_qp *qp)
 
 	del_timer(&qp->comp.retry_timer);
 	del_timer(&qp->comp.rnr_timer);
+	del_timer(&qp->req.fetch_timer);
+	qp->req.fetch_deferred = false;
 	if (!sq->hdr)
 		return;
 	prod = sroce_wq_ring_prod(sq, qp->req.fetched, &broken);
@@ -826,9 +828,45 @@ static bool sroce_req_packet(struct sroce_qp *qp, struct sroce_swqe *wqe)
 }
 
 /*
+ * A user RC QP with nothing left to send but responses due need not ask
+ * for the doorbell: the completer runs the requester on each response, and
+ * it fetches what was posted since. Keeping sq_idle at 0 spares the poster
+ * a system call per work request whenever it posts faster than messages
+ * go out (one 4 KiB WRITE per doorbell otherwise). fetch_timer bounds the
+ * wait when no response comes (a lost ACK, or no ACK timeout at all): its
+ * run goes idle for real. Kernel QPs post without a system call and go
+ * idle at once.
+ */
+static bool sroce_req_defer_fetch(struct sroce_qp *qp)
+{
+	if (!qp->is_user || qp->type != IB_QPT_RC || qp->dead ||
+	    qp->req.no_defer || qp->state != IB_QPS_RTS ||
+	    qp->sq.cons == qp->req.next)
+		return false;
+	qp->req.fetch_deferred = true;
+	if (!timer_pending(&qp->req.fetch_timer))
+		mod_timer(&qp->req.fetch_timer, jiffies + 1);
+	return true;
+}
+
+void sroce_req_fetch_timer(struct timer_list *t)
+{
+	struct sroce_qp *qp = from_timer(qp, t, req.fetch_timer);
+
+	spin_lock_bh(&qp->sq_lock);
+	if (qp->req.fetch_deferred && !qp->dead) {
+		qp->req.no_defer = true;
+		sroce_req_run_locked(qp, SROCE_REQ_BUDGET);
+		qp->req.no_defer = false;
+	}
+	spin_unlock_bh(&qp->sq_lock);
+}
+
+/*
  * Nothing left to send: fetch what user space has posted since. Return
- * true if there is a WQE at req.next, false when the requester goes idle
- * (or the ring is broken and the QP went to ERR).
+ * true if there is a WQE at req.next, false when the requester goes idle,
+ * or defers its next look (sroce_req_defer_fetch()), or the ring is broken
+ * and the QP went to ERR.
  */
 static bool sroce_req_fetch_more(struct sroce_qp *qp)
 {
@@ -841,6 +879,8 @@ static bool sroce_req_fetch_more(struct sroce_qp *qp)
 		}
 		if (qp->req.next != qp->req.fetched)
 			return true;
+		if (sroce_req_defer_fetch(qp))
+			return false;
 		/*
 		 * Idle. sq_idle before the producer load, pairing with the
 		 * smp_mb() of a poster between its producer store and its
@@ -871,6 +911,7 @@ void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 		return;
 	}
 	WRITE_ONCE(sq->hdr->sq_idle, 0);
+	qp->req.fetch_deferred = false;
 
 	for (;;) {
 		struct sroce_swqe *wqe;

@@ -587,8 +587,11 @@ struct sroce_req_info {
 	u32			rd_out;		/* READs/atomics started, not done */
 	bool			paused;		/* RNR NAK or full tx queue: wait for rnr_timer */
 	bool			tx_holding;	/* transmit refused since tx_hold_since */
+	bool			fetch_deferred;	/* idle, sq_idle 0: responses due */
+	bool			no_defer;	/* fetch_timer's run: go idle for real */
 	unsigned long		tx_hold_since;	/* jiffies */
 	struct work_struct	work;		/* runs beyond a context's budget */
+	struct timer_list	fetch_timer;	/* bounds a deferred fetch */
 };
 
 /*
@@ -1111,6 +1114,7 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 void sroce_retry_arm(struct sroce_qp *qp);
 void sroce_retry_timer(struct timer_list *t);
 void sroce_rnr_timer(struct timer_list *t);
+void sroce_req_fetch_timer(struct timer_list *t);
 
 /* resp.c: responder */
 void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,

@@ -478,6 +478,43 @@ def test_l_transmit_refused_for_good_fails_the_wqe(net, victims):
     c.expect(not any(w[0] == "IBV_WC_SUCCESS" for w in wcs), "a SEND that never left succeeded")
     c.done()
 
+def test_m_posts_go_out_while_no_ack_comes(net, victims):
+    """A peer that never answers, and a QP without an ACK timeout (timeout 0:
+    nothing is ever resent). A SEND posted while an earlier one still waits
+    for its ACK must leave all the same: a requester that waits for the next
+    response before it looks at the ring again (no doorbell system call while
+    responses are due) must not wait for one that never comes. Five SENDs
+    posted one at a time, three of them back to back: guest 1 sees five SEND
+    packets of five consecutive PSNs, none twice, and none completes."""
+    g0, g1, _, _ = net
+    c = Checks("posts while no ACK comes")
+    g0.check("ping -c 1 -W 5 %s" % g1.ip4)
+    pcap = "/tmp/hv-m.pcap"
+    cap = g1.spawn("exec tshark -q -i eth0 -f 'udp dst port 4791' -w %s" % pcap)
+    try:
+        wait_for(lambda: g1.run("test -s %s" % pcap).ok, timeout=60, what="tshark to start")
+        v = start(victims, g0, "m", "rc", g1.ip4,
+                  ["send 1", "sleep 300", "send 1", "sleep 300", "send 3", "poll 1500",
+                   "state", "exit"], extra="--timeout 0")
+        out = v.finish(60)
+    finally:
+        time.sleep(1)
+        cap.kill(15)
+        cap.wait(20)
+    rows = g1.check("tshark -r %s -T fields -e infiniband.bth.opcode -e infiniband.bth.psn "
+                    "2>/dev/null; rm -f %s" % (pcap, pcap))
+    c.note(out.strip())
+    c.note("captured (opcode psn): %s" % rows.split())
+    psns = [int(line.split()[1]) for line in rows.splitlines()
+            if len(line.split()) == 2 and line.split()[0] == "4"]    # RC SEND Only
+    want = [(v.sq_psn + i) & 0xffffff for i in range(5)]
+    c.expect(sorted(psns) == sorted(want),
+             "SEND packets of PSNs %s, want one each of %s" % (psns, want))
+    c.expect(not completions(out), "a SEND nobody acknowledged completed: %s" % completions(out))
+    c.expect(states(out) == ["RTS"], "QP state afterwards: %s, not RTS" % states(out))
+    c.done()
+
+
 def rping(g0, g1, count):
     """rping server in guest 0, client in guest 1 (count pings, bounded)."""
     flags = "-a %s -p %d -C %d -v" % (g0.ip4, RPING_PORT, count)
