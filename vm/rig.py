@@ -73,6 +73,15 @@ _BOOT_SECTOR = bytes([0xB0, 0x42,        # mov al, 0x42
 _kvm_verdicts = {}
 
 
+def _kvm_internal_error(path):
+    """QEMU's output in path reports a KVM internal error (QEMU then pauses the guest)."""
+    try:
+        with open(path, "rb") as f:
+            return b"KVM internal error" in f.read()
+    except OSError:
+        return False
+
+
 def _kvm_runs_boot_sector(timeout):
     """A boot sector that writes to isa-debug-exit must make QEMU exit with 133."""
     with tempfile.TemporaryDirectory() as d:
@@ -106,10 +115,8 @@ def _kvm_runs_kernel(kernel, timeout):
                                  start_new_session=True)
         deadline = time.time() + timeout
         try:
-            while p.poll() is None and time.time() < deadline:
-                with open(err, "rb") as ef:
-                    if b"KVM internal error" in ef.read():
-                        break
+            while (p.poll() is None and time.time() < deadline and
+                   not _kvm_internal_error(err)):
                 time.sleep(0.1)
         finally:
             if p.poll() is None:
@@ -519,12 +526,7 @@ class Guest:
                        (self.name, timeout, self.console_text()[-3000:]))
 
     def kvm_internal_error(self):
-        """QEMU reported a KVM internal error (it then pauses the guest)."""
-        try:
-            with open(os.path.join(self.dir, "qemu.log"), "rb") as f:
-                return b"KVM internal error" in f.read()
-        except OSError:
-            return False
+        return _kvm_internal_error(os.path.join(self.dir, "qemu.log"))
 
     def _send(self, obj):
         self.sock.sendall((json.dumps(obj) + "\n").encode())
@@ -720,7 +722,7 @@ class Rig:
             raise RigError("no kernel image %s" % self.kernel)
         self.kvm = probe_kvm(self.kernel)
         self.boot_timeout_arg = boot_timeout
-        self.boot_timeout = boot_timeout or (60 if self.kvm else 120 + 30 * guests)
+        self.boot_timeout = self._boot_timeout()
         self.guests = [Guest(self, i) for i in range(guests)]
         self.hub = None
         self.sockdir = None
@@ -743,8 +745,11 @@ class Rig:
         sys.stderr.write("rig: KVM internal error booting %s; using TCG\n" % self.kver)
         kvm_failed(self.kernel)
         self.kvm = False
-        self.boot_timeout = self.boot_timeout_arg or (120 + 30 * self.n)
+        self.boot_timeout = self._boot_timeout()
         return self._start()
+
+    def _boot_timeout(self):
+        return self.boot_timeout_arg or (60 if self.kvm else 120 + 30 * self.n)
 
     def _start(self):
         t0 = time.time()
