@@ -14,7 +14,11 @@
  * ring slot is not read again. The ring's consumer index moves when a WQE
  * completes, which for RC is when it is acknowledged (comp.c). The
  * requester keeps at most SROCE_MAX_UNACKED PSNs unacknowledged and asks for
- * an ACK at the end of each message and every SROCE_ACKREQ_EVERY packets.
+ * an ACK (AckReq) every SROCE_ACKREQ_EVERY packets, at the window's edge and
+ * at the end of each message that the next WQE does not follow at once
+ * (sroce_req_next_follows()): a train of small messages gets one ACK, as a
+ * train of packets does. Should that next WQE then not go out after all, the
+ * newest packet is sent again asking for the ACK (sroce_req_solicit_ack()).
  */
 
 #include <linux/highmem.h>
@@ -146,6 +150,39 @@ void sroce_req_fail(struct sroce_qp *qp, struct sroce_swqe *wqe,
 }
 
 /*
+ * The newest packet went without AckReq because the next WQE was to follow
+ * it, and now that WQE will not go out (it failed, or the QP entered SQD):
+ * no ACK would come for what was sent since the last AckReq, so the WQEs
+ * before the failed one would complete only after an ACK timeout (never,
+ * with timeout 0), and SQD would not drain. Send that packet again with
+ * AckReq: the responder takes it as a duplicate and acknowledges everything
+ * it has received (or executes it, if it was lost). If it cannot be sent
+ * now, the ACK timeout sends it again.
+ */
+static void sroce_req_solicit_ack(struct sroce_qp *qp)
+{
+	u32 psn = sroce_psn_add(qp->req.psn, SROCE_PSN_MAX);	/* req.psn - 1 */
+	u32 i = qp->req.next;
+
+	if (!qp->req.ack_owed)
+		return;
+	qp->req.ack_owed = false;
+	for (;;) {
+		struct sroce_swqe *wqe = sroce_swqe_at(qp, i);
+
+		if (i != qp->req.fetched && wqe->started && !wqe->is_rd &&
+		    !sroce_op_is_local(wqe->wr.opcode) &&
+		    sroce_psn_fwd(psn, wqe->first_psn) < wqe->npkts) {
+			sroce_req_send_pkt(qp, wqe, psn, true);
+			return;
+		}
+		if (i == qp->sq.cons)
+			return;	/* acknowledged meanwhile */
+		i--;
+	}
+}
+
+/*
  * @wqe fails with @status: at once if it is the oldest WQE, otherwise once
  * everything before it has completed (the requester or the completer gets
  * to it as the head).
@@ -153,10 +190,12 @@ void sroce_req_fail(struct sroce_qp *qp, struct sroce_swqe *wqe,
 void sroce_wqe_fail(struct sroce_qp *qp, struct sroce_swqe *wqe,
 		    enum ib_wc_status status)
 {
-	if (wqe == sroce_swqe_at(qp, qp->sq.cons))
+	if (wqe == sroce_swqe_at(qp, qp->sq.cons)) {
 		sroce_req_fail(qp, wqe, status);
-	else
+	} else {
 		wqe->status = status;
+		sroce_req_solicit_ack(qp);
+	}
 }
 
 /* ----------------------------------------------------------------- fetch */
@@ -327,6 +366,7 @@ void sroce_req_reset_locked(struct sroce_qp *qp)
 	del_timer(&qp->comp.rnr_timer);
 	del_timer(&qp->req.fetch_timer);
 	qp->req.fetch_deferred = false;
+	qp->req.ack_owed = false;
 	if (!sq->hdr)
 		return;
 	prod = sroce_wq_ring_prod(sq, qp->req.fetched, &broken);
@@ -471,8 +511,46 @@ static void sroce_req_encode_ext(struct sroce_qp *qp, struct sroce_swqe *wqe,
 }
 
 /*
+ * @wqe, the WQE at req.next, ends its message: does the next WQE go out right
+ * behind it? Only then may its last packet go without AckReq. The next one
+ * must be fetched and valid already, a SEND or WRITE without fence (nothing
+ * that could hold it back: READ and atomic limits, local operations that
+ * complete only after their predecessors), on a QP in RTS; and @wqe must be
+ * unsignaled, so that no completion the consumer waits for depends on a
+ * later packet. The window's edge and SROCE_ACKREQ_EVERY ask for an ACK
+ * regardless. What can still stop the next WQE (its payload fails, the QP
+ * enters SQD) calls sroce_req_solicit_ack(); a full transmit queue, a
+ * paced or paused requester and the budget only delay it.
+ */
+static bool sroce_req_next_follows(struct sroce_qp *qp,
+				   const struct sroce_swqe *wqe)
+{
+	u32 i = qp->req.next + 1;
+	const struct sroce_swqe *nx;
+
+	if (wqe != sroce_swqe_at(qp, qp->req.next) || i == qp->req.fetched ||
+	    qp->state != IB_QPS_RTS || qp->sq_sig_all ||
+	    (wqe->wr.send_flags & SROCE_SEND_SIGNALED))
+		return false;
+	nx = sroce_swqe_at(qp, i);
+	if (nx->status || (nx->wr.send_flags & SROCE_SEND_FENCE))
+		return false;
+	switch (nx->wr.opcode) {
+	case IB_UVERBS_WR_SEND:
+	case IB_UVERBS_WR_SEND_WITH_IMM:
+	case IB_UVERBS_WR_SEND_WITH_INV:
+	case IB_UVERBS_WR_RDMA_WRITE:
+	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
  * Build and send the packet of @wqe at PSN @psn, with AckReq if @ackreq (or
- * at the end of a message and every SROCE_ACKREQ_EVERY PSNs). Return 0 (also when the
+ * at the end of a message the next WQE does not follow, and every
+ * SROCE_ACKREQ_EVERY PSNs). Return 0 (also when the
  * network layer could not route it: that is a lost packet), -ENOBUFS when
  * the transmit queue is full (not sent), -EAGAIN when the payload is in an
  * ODP page not mapped yet (not sent), or a completion status for a local
@@ -488,6 +566,7 @@ int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 psn,
 	u32 off = 0, plen = 0, dqpn = qp->dest_qpn;
 	u16 sport = qp->sport;
 	struct sroce_txpkt tp;
+	bool skipped = false;
 	u32 wire;
 	int st;
 
@@ -526,16 +605,27 @@ int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 psn,
 	if ((oi->flags & SROCE_OPF_END) &&
 	    (wqe->wr.send_flags & SROCE_SEND_SOLICITED))
 		sroce_bth_set_se(tp.bth, true);
-	if (qp->type == IB_QPT_RC &&
-	    ((oi->flags & SROCE_OPF_END) || ackreq ||
-	     ((psn + 1) % SROCE_ACKREQ_EVERY) == 0))
-		sroce_bth_set_ackreq(tp.bth, true);
+	if (qp->type == IB_QPT_RC) {
+		ackreq = ackreq || ((psn + 1) % SROCE_ACKREQ_EVERY) == 0;
+		if (!ackreq && (oi->flags & SROCE_OPF_END)) {
+			skipped = sroce_req_next_follows(qp, wqe);
+			ackreq = !skipped;
+		}
+		sroce_bth_set_ackreq(tp.bth, ackreq);
+	}
 
 	wire = tp.skb->len + ETH_HLEN;
 	if (sroce_tx_send(qp->sdev, av, sport, &tp) == -ENOBUFS)
 		return -ENOBUFS;
 	sroce_cc_sent(qp, wire);
-	return 0;	/* sent, or unroutable: a lost packet */
+	/* sent, or unroutable: a lost packet */
+	if (skipped) {
+		qp->req.ack_owed = true;
+		sroce_cnt_inc(qp->sdev, SROCE_CNT_ACKREQ_SKIPPED);
+	} else if (ackreq) {
+		qp->req.ack_owed = false;
+	}
+	return 0;
 }
 
 /* -------------------------------------------------------------- requester */
@@ -558,8 +648,10 @@ static bool sroce_req_local(struct sroce_qp *qp, struct sroce_swqe *wqe)
 	int st = 0;
 
 	if (!wqe->started) {
-		if (qp->state == IB_QPS_SQD)
+		if (qp->state == IB_QPS_SQD) {
+			sroce_req_solicit_ack(qp);
 			return false;
+		}
 		if ((wqe->wr.send_flags & SROCE_SEND_FENCE) && qp->req.rd_out)
 			return false;
 		if (wqe->wr.opcode == SROCE_WR_REG_MR)
@@ -676,8 +768,10 @@ static bool sroce_req_start(struct sroce_qp *qp, struct sroce_swqe *wqe)
 {
 	u32 op = wqe->wr.opcode;
 
-	if (qp->state == IB_QPS_SQD)
+	if (qp->state == IB_QPS_SQD) {
+		sroce_req_solicit_ack(qp);
 		return false;
+	}
 	if (wqe->is_rd && qp->req.rd_out >= max_t(u32, qp->max_rd_atomic, 1))
 		return false;
 	if ((wqe->wr.send_flags & SROCE_SEND_FENCE) && qp->req.rd_out)

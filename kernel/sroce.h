@@ -145,6 +145,7 @@ enum sroce_cnt {
 	SROCE_CNT_RNR_NAK_SENT,	/* responder: RNR NAKs sent */
 	SROCE_CNT_DUP_REQ,	/* responder: duplicate requests */
 	SROCE_CNT_ACK_COALESCED, /* responder: ACKs a later one covered */
+	SROCE_CNT_ACKREQ_SKIPPED, /* requester: message ends a WQE followed */
 	SROCE_CNT_RX_STALE,	/* valid but unexpected (stale, wrong state) */
 	SROCE_CNT_DROP_PEER,	/* RC/UC: IP addresses are not the QP's path */
 	SROCE_CNT_DROP_PKEY,	/* BTH P_Key does not match the QP's */
@@ -589,6 +590,7 @@ struct sroce_req_info {
 	bool			tx_holding;	/* transmit refused since tx_hold_since */
 	bool			fetch_deferred;	/* idle, sq_idle 0: responses due */
 	bool			no_defer;	/* fetch_timer's run: go idle for real */
+	bool			ack_owed;	/* no AckReq since a skipped one */
 	unsigned long		tx_hold_since;	/* jiffies */
 	struct work_struct	work;		/* runs beyond a context's budget */
 	struct timer_list	fetch_timer;	/* bounds a deferred fetch */

@@ -960,6 +960,56 @@ void case_err_bad_lkey(Dev &d)
 	expect_flushing(p.a, src, "bad lkey");
 }
 
+/*
+ * Unsignaled WRITEs, then a WRITE whose lkey is stale, in one post, on a QP
+ * with ACK timeout 0 (nothing is ever resent): the WRITEs land and the bad one
+ * completes with LOC_PROT_ERR. sroce asks for no ACK at the end of a message
+ * the next WQE follows at once, so the last good WRITE asked for none; the
+ * bad one completes only after it, so the requester must ask again when that
+ * one fails, or nothing would ever complete.
+ */
+void case_err_bad_lkey_after_writes(Dev &d)
+{
+	constexpr int N = 16;
+	constexpr size_t SIZE = 256; /* one packet at any MTU */
+	ConnOpts c;
+	c.timeout = 0;
+	Pair p;
+	p.a = make_ep(d, EpOpts{});
+	p.b = make_ep(d, EpOpts{});
+	/* a multiple of 32, so that no WRITE's PSN asks for an ACK on its own */
+	p.a.psn = 0xffffe0;
+	connect(d, p.a, remote_of(d, p.b), c);
+	connect(d, p.b, remote_of(d, p.a));
+	Buf src(d, (N + 1) * SIZE, "src"), tgt(d, (N + 1) * SIZE, "write target");
+	uint32_t stale;
+	{
+		Buf gone(d, 4096, "deregistered");
+		stale = gone.lkey();
+	}
+	std::vector<struct ibv_sge> sg(N + 1);
+	std::vector<struct ibv_send_wr> wr(N + 1);
+	for (int i = 0; i <= N; i++) {
+		const auto msg = pattern(SIZE, 0x2700 + i);
+		src.put(i * SIZE, msg);
+		sg[i] = src.sge(i * SIZE, SIZE);
+		if (i < N)
+			tgt.want(i * SIZE, msg);
+		else
+			sg[i].lkey = stale;
+		wr[i] = send_wr(0x2700 + i, IBV_WR_RDMA_WRITE, &sg[i], 1,
+				i < N ? 0 : IBV_SEND_SIGNALED);
+		remote_at(wr[i], tgt, i * SIZE);
+		wr[i].next = i < N ? &wr[i + 1] : nullptr;
+	}
+	post_send(p.a, wr.data());
+	check_wc(wait_one(p.a.scq, "write with a stale lkey"),
+		 strf("write with a stale lkey after %d unsignaled writes", N), 0x2700 + N,
+		 IBV_WC_LOC_PROT_ERR);
+	tgt.check("the writes before the bad one (the bad one places nothing)");
+	expect_flushing(p.a, src, "bad lkey after unsignaled writes");
+}
+
 void case_err_recv_too_small(Dev &d)
 {
 	Pair p = rc_pair(d);
@@ -1112,6 +1162,7 @@ const std::vector<LoopCase> LOOP_CASES = {
 	{"err_read_out_of_bounds", case_err_read_out_of_bounds},
 	{"err_write_no_remote_access", case_err_write_no_remote_access},
 	{"err_bad_lkey", case_err_bad_lkey},
+	{"err_bad_lkey_after_writes", case_err_bad_lkey_after_writes},
 	{"err_recv_too_small", case_err_recv_too_small},
 	{"err_rnr_retry_exceeded", case_err_rnr_retry_exceeded},
 	{"err_rnr_retry_recovers", case_err_rnr_retry_recovers},
