@@ -207,8 +207,8 @@ static void sroce_comp_progress(struct sroce_qp *qp)
 		sroce_retry_arm(qp);
 }
 
-/* The WQE a PSN belongs to, or NULL. */
-static struct sroce_swqe *sroce_wqe_by_psn(struct sroce_qp *qp, u32 psn)
+/* The started WQE with packets that a PSN belongs to, or NULL. */
+struct sroce_swqe *sroce_wqe_by_psn(struct sroce_qp *qp, u32 psn)
 {
 	struct sroce_swqe *wqe;
 	u32 i;

@@ -162,24 +162,14 @@ void sroce_req_fail(struct sroce_qp *qp, struct sroce_swqe *wqe,
 static void sroce_req_solicit_ack(struct sroce_qp *qp)
 {
 	u32 psn = sroce_psn_add(qp->req.psn, SROCE_PSN_MAX);	/* req.psn - 1 */
-	u32 i = qp->req.next;
+	struct sroce_swqe *wqe;
 
 	if (!qp->req.ack_owed)
 		return;
 	qp->req.ack_owed = false;
-	for (;;) {
-		struct sroce_swqe *wqe = sroce_swqe_at(qp, i);
-
-		if (i != qp->req.fetched && wqe->started && !wqe->is_rd &&
-		    !sroce_op_is_local(wqe->wr.opcode) &&
-		    sroce_psn_fwd(psn, wqe->first_psn) < wqe->npkts) {
-			sroce_req_send_pkt(qp, wqe, psn, true);
-			return;
-		}
-		if (i == qp->sq.cons)
-			return;	/* acknowledged meanwhile */
-		i--;
-	}
+	wqe = sroce_wqe_by_psn(qp, psn);	/* NULL: acknowledged meanwhile */
+	if (wqe && !wqe->is_rd)
+		sroce_req_send_pkt(qp, wqe, psn, true);
 }
 
 /*

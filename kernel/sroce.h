@@ -1114,6 +1114,7 @@ u32 sroce_req_base_psn(struct sroce_qp *qp);
 void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		    const struct sroce_pkt *pkt);	/* takes sq_lock */
 void sroce_retry_arm(struct sroce_qp *qp);
+struct sroce_swqe *sroce_wqe_by_psn(struct sroce_qp *qp, u32 psn);
 void sroce_retry_timer(struct timer_list *t);
 void sroce_rnr_timer(struct timer_list *t);
 void sroce_req_fetch_timer(struct timer_list *t);
