@@ -24,8 +24,8 @@ import time
 
 import pytest
 
-from guestrdma import (TOOLS, add_link, client_server, cm_listening, unload_all_rdma_links,
-                       wait_for)
+from guestrdma import (TOOLS, Capture, add_link, client_server, cm_listening,
+                       unload_all_rdma_links, wait_for)
 
 PKTGEN = TOOLS + "/sroce-pktgen"
 VICTIM = TOOLS + "/sroce-victim"
@@ -489,24 +489,15 @@ def test_m_posts_go_out_while_no_ack_comes(net, victims):
     g0, g1, _, _ = net
     c = Checks("posts while no ACK comes")
     g0.check("ping -c 1 -W 5 %s" % g1.ip4)
-    pcap = "/tmp/hv-m.pcap"
-    cap = g1.spawn("exec tshark -q -i eth0 -f 'udp dst port 4791' -w %s" % pcap)
-    try:
-        wait_for(lambda: g1.run("test -s %s" % pcap).ok, timeout=60, what="tshark to start")
+    with Capture(g1, bpf="udp dst port 4791", count=1000) as cap:
         v = start(victims, g0, "m", "rc", g1.ip4,
                   ["send 1", "sleep 300", "send 1", "sleep 300", "send 3", "poll 1500",
                    "state", "exit"], extra="--timeout 0")
         out = v.finish(60)
-    finally:
-        time.sleep(1)
-        cap.kill(15)
-        cap.wait(20)
-    rows = g1.check("tshark -r %s -T fields -e infiniband.bth.opcode -e infiniband.bth.psn "
-                    "2>/dev/null; rm -f %s" % (pcap, pcap))
+    rows = cap.fields(["infiniband.bth.opcode", "infiniband.bth.psn"])
     c.note(out.strip())
-    c.note("captured (opcode psn): %s" % rows.split())
-    psns = [int(line.split()[1]) for line in rows.splitlines()
-            if len(line.split()) == 2 and line.split()[0] == "4"]    # RC SEND Only
+    c.note("captured (opcode psn): %s" % rows)
+    psns = [int(psn) for op, psn in rows if op == "4"]    # RC SEND Only
     want = [(v.sq_psn + i) & 0xffffff for i in range(5)]
     c.expect(sorted(psns) == sorted(want),
              "SEND packets of PSNs %s, want one each of %s" % (psns, want))
