@@ -569,6 +569,25 @@ static int sroce_tx_route(struct sroce_dev *sdev, const struct sroce_av *av,
 	return err;
 }
 
+/*
+ * One transmit queue per QP. Our packets have no socket, so the stack picks
+ * a queue for each: by the sending CPU where the device has an XPS map, else
+ * by the flow hash. A QP sends from the process that rang its doorbell and
+ * from softirq on whichever CPU a response or request came in, so on a
+ * multi-queue NIC its packets would take several queues and could overtake
+ * each other on the wire (a sequence NAK and a resend at the receiver). Its
+ * own hash, and a CPU of its own for XPS, give every packet of the QP the
+ * same queue; different QPs still spread over the queues.
+ */
+static void sroce_tx_pick_queue(struct sk_buff *skb, const struct sroce_qp *qp)
+{
+	skb_set_hash(skb, qp->tx_hash, PKT_HASH_TYPE_L4);
+#ifdef CONFIG_XPS
+	/* netdev_core_pick_tx() keeps a sender_cpu that is set */
+	skb->sender_cpu = qp->tx_cpu + 1;
+#endif
+}
+
 /**
  * sroce_tx_send - finish a packet and send it
  * @sdev: the device
@@ -663,6 +682,8 @@ int sroce_tx_send(struct sroce_dev *sdev, const struct sroce_av *av, u16 sport,
 	skb->ip_summed = CHECKSUM_NONE;
 	/* The egress QoS map of a VLAN netdev makes this the PCP. */
 	skb->priority = tp->prio;
+	if (tp->qp)
+		sroce_tx_pick_queue(skb, tp->qp);
 	sroce_tx_account(tp);
 	if (av->ipver == 4)
 		err = ip_local_out(sdev->net, NULL, skb);

@@ -27,6 +27,8 @@
  * and frees what the QP owns. ib_core frees the structure after we return.
  */
 
+#include <linux/cpumask.h>
+#include <linux/jhash.h>
 #include <linux/log2.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
@@ -333,6 +335,8 @@ static int sroce_qp_reserve_qpn(struct sroce_qp *qp)
 	if (err < 0)
 		return err;
 	qp->ibqp.qp_num = qpn;
+	qp->tx_hash = jhash_1word(qpn, 0);
+	qp->tx_cpu = cpumask_local_spread(qpn, NUMA_NO_NODE);
 	return 0;
 }
 

@@ -725,6 +725,13 @@ struct sroce_qp {
 	 * against routing changes on every use, reset when av changes.
 	 */
 	struct dst_cache	tx_dst;
+	/*
+	 * Every packet of the QP takes one transmit queue (net.c,
+	 * sroce_tx_pick_queue): its flow hash and the CPU XPS is told it
+	 * comes from. Set once the QPN is known.
+	 */
+	u32			tx_hash;
+	unsigned int		tx_cpu;
 
 	/* Receive path lookups (qp.c); done completes when ref hits zero. */
 	refcount_t		ref;
