@@ -21,7 +21,7 @@ import re
 
 import pytest
 
-from guestrdma import REPO, client_server, gid_index, rigmod
+from guestrdma import REPO, client_server, console_guard, gid_index, rigmod
 from test_netns import InNs
 
 SETUP = """
@@ -62,14 +62,10 @@ def txq_rig():
 
 @pytest.fixture
 def guest(txq_rig):
-    """The guest, its console checked after each test (as conftest does for the
-    session rig's)."""
-    bad = txq_rig.bad_console_lines()
-    txq_rig.mark_consoles()
-    assert not bad, "guest console shows kernel problems during setup:\n" + "\n".join(bad)
-    yield txq_rig[0]
-    bad = txq_rig.console_problems()
-    assert not bad, "guest console shows kernel problems:\n" + "\n".join(bad)
+    """The guest, its console checked for each test (conftest does so for the
+    session rig's guests only)."""
+    with console_guard(txq_rig, "this test ran"):
+        yield txq_rig[0]
 
 
 def queue_packets(g):
