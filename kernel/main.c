@@ -417,21 +417,26 @@ static int __init sroce_init(void)
 	int err;
 
 	sroce_net_init_counters();
+	sroce_icrc_init();
 	sroce_cc_init();
 	sroce_resp_ack_init();
 
 	err = sroce_net_register();
 	if (err)
-		return err;
+		goto out_icrc;
 
 	err = register_netdevice_notifier(&sroce_netdev_nb);
 	if (err) {
 		sroce_net_unregister();
-		return err;
+		goto out_icrc;
 	}
 
 	rdma_link_register(&sroce_link_ops);
 	return 0;
+
+out_icrc:
+	sroce_icrc_fini();
+	return err;
 }
 
 static void __exit sroce_exit(void)
@@ -452,6 +457,8 @@ static void __exit sroce_exit(void)
 	sroce_net_unregister();
 	/* No QP is left to owe an ACK. */
 	sroce_resp_ack_fini();
+	/* Nor a packet to compute an ICRC for. */
+	sroce_icrc_fini();
 }
 
 module_init(sroce_init);

@@ -868,6 +868,10 @@ void sroce_dealloc_driver(struct ib_device *ibdev);
 struct sroce_dev *sroce_dev_by_ndev_rcu(const struct net_device *ndev);
 void sroce_forget_devs(const struct net *net);
 
+/* icrc.c: sroce_crc32_le() (include/sroce/icrc.h) picks its CRC-32 here */
+void sroce_icrc_init(void);
+void sroce_icrc_fini(void);
+
 /* net.c */
 void sroce_net_init_counters(void);
 int sroce_net_register(void);

@@ -16,8 +16,10 @@
  * first, the same byte order as the Ethernet FCS). Wireshark shows it as
  * the big-endian number of those four bytes, i.e. byte-swapped.
  *
- * The raw register function sroce_crc32_le() (no pre-/post-inversion) is the
- * kernel's crc32_le() in the module and a table-driven copy in user space.
+ * The raw register function sroce_crc32_le() (no pre-/post-inversion) is, in
+ * the module, the kernel's crc32_le() or the crypto API's crc32, whichever
+ * was faster when it loaded (kernel/icrc.c), and a table-driven copy in user
+ * space.
  * Running it from ~0 over the 8 bytes of 0xff gives SROCE_ICRC_SEED =
  * 0xdebb20e3, which is why implementations (rdma_rxe) start from that seed
  * and skip the pseudo LRH.

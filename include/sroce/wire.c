@@ -8,10 +8,6 @@
  */
 #include "wire.h"
 
-#ifdef __KERNEL__
-#include <linux/crc32.h>
-#endif
-
 /* --------------------------------------------------------------- headers */
 
 const uint8_t sroce_hdr_len[SROCE_HDR_NR] = {
@@ -290,14 +286,11 @@ const uint32_t sroce_rnr_timer_us_table[SROCE_RNR_TIMER_CODES] = {
 
 /* --------------------------------------------------------------- CRC-32 */
 
-#ifdef __KERNEL__
-
-uint32_t sroce_crc32_le(uint32_t crc, const void *buf, size_t len)
-{
-	return crc32_le(crc, (const unsigned char *)buf, len);
-}
-
-#else
+/*
+ * The module defines sroce_crc32_le() in kernel/icrc.c, where it picks the
+ * kernel's fastest CRC-32 at load time.
+ */
+#ifndef __KERNEL__
 
 /* Reflected CRC-32 (polynomial 0xedb88320), one entry per byte value. */
 static const uint32_t crc32_tab[256] = {

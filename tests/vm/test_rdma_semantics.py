@@ -366,24 +366,40 @@ def rx_nonlinear(g):
                        DEVNAME["sroce"]))
 
 
+# The jumbo run's two ends compute their ICRCs with different CRC-32 code
+# (kernel/icrc.c): guest 0 with the crypto API's crc32 (crc32-pclmul on these
+# guests' CPU), guest 1 with the kernel's crc32_le(). Every packet is then
+# checked by the other implementation than the one that made it, in linear
+# buffers and in page fragments. "auto" would pick crc32_le on both under TCG.
+ICRC_CONF = "/etc/modprobe.d/sroce-icrc.conf"
+JUMBO_ICRC = ("crypto", "crc32_le")
+
+
 @pytest.fixture(scope="module")
 def two_host_jumbo(rig):
     """sroce-sroce over IPv4 at netdev MTU 9000, so RoCE MTU 4096: every full
     data packet is larger than a virtio-net receive buffer and reaches sroce as
     a head plus page fragments, which it reads in place (ICRC, placement into
-    memory). (runs, {guest name: rx_nonlinear after the run})."""
-    for g in rig.guests:
-        g.check("ip link set eth0 mtu 9000")
+    memory). Loaded with icrc= JUMBO_ICRC. (runs, {guest name: {counter or
+    "icrc": value after the run}})."""
+    for g, icrc in zip(rig.guests, JUMBO_ICRC):
+        g.check("ip link set eth0 mtu 9000 && echo 'options sroce icrc=%s' > %s" %
+                (icrc, ICRC_CONF))
     try:
         p, runs = run_two_host(rig, ("sroce", "sroce"), ["ipv4"])
         assert p.mtu == 4096, "RoCE MTU %d at netdev MTU 9000" % p.mtu
-        frags = {g.name: rx_nonlinear(g) for g in rig.guests if g.name not in WEDGED}
-        yield runs["ipv4"], frags
+        after = {}
+        for g in rig.guests:
+            if g.name not in WEDGED:
+                after[g.name] = {c: hw_counter(g, "sroce", c)
+                                 for c in ("rx_nonlinear", "rx_drop_icrc", "rx_packets")}
+                after[g.name]["icrc"] = g.check("cat /sys/module/sroce/parameters/icrc").strip()
+        yield runs["ipv4"], after
     finally:
         unconfigure(rig, [g for g in rig.guests if g.name not in WEDGED], "sroce-sroce jumbo")
         for g in rig.guests:
             if g.name not in WEDGED:
-                g.check("ip link set eth0 mtu 1500")
+                g.check("rm -f %s; ip link set eth0 mtu 1500" % ICRC_CONF)
 
 
 @pytest.mark.parametrize("case", HOST_CASES)
@@ -394,10 +410,27 @@ def test_two_host_jumbo(two_host_jumbo, case):
 def test_two_host_jumbo_took_fragments(two_host_jumbo):
     """Requests reached the server, and READ responses the client, in page
     fragments: the cases above ran over that path."""
-    runs, frags = two_host_jumbo
+    runs, after = two_host_jumbo
     for run in runs:
         run.check_completed()
-    assert all(v > 0 for v in frags.values()) and len(frags) == 2, frags
+    assert len(after) == 2 and all(a["rx_nonlinear"] > 0 for a in after.values()), after
+
+
+def test_two_host_jumbo_crossed_icrc_implementations(two_host_jumbo):
+    """The module parameter reads back what each end used: a crypto driver on
+    guest 0 (crc32-pclmul, or crc32-generic on a CPU without PCLMULQDQ), the
+    library's crc32_le on guest 1. Both took packets and dropped none for a bad
+    ICRC, and the cases above passed, so each implementation's ICRCs were
+    accepted by the other."""
+    runs, after = two_host_jumbo
+    for run in runs:
+        run.check_completed()
+    assert len(after) == 2, after
+    g0, g1 = (after[g] for g in sorted(after))
+    assert g0["icrc"] in ("crc32-pclmul", "crc32-generic"), after
+    assert g1["icrc"] == "crc32_le", after
+    for a in (g0, g1):
+        assert a["rx_packets"] > 100 and a["rx_drop_icrc"] == 0, after
 
 
 # ------------------------------------------------------------ the case lists
