@@ -41,6 +41,7 @@ SUBSET_TESTS = [
     "test_rig.py::test_install_tree_is_in_guests",
     # device lifecycle, without the repetitions and variants of the full run
     "test_device.py::test_link_add_autoloads_module_and_binds_netdev",
+    "test_device.py::test_icrc_implementation_chosen_at_load_is_the_faster",
     "test_device.py::test_port_attributes_and_gid_table",
     "test_device.py::test_ibv_devinfo_shows_active_ethernet_port",
     "test_device.py::test_implemented_verbs_work_and_the_rest_fail_cleanly",
