@@ -16,7 +16,7 @@
  *    to crc32_le() by itself.
  *
  * Which one is faster depends on the machine: under an emulating CPU
- * (QEMU's TCG) the carry-less multiplication is emulated bit by bit and the
+ * (QEMU's TCG) the carry-less multiply is itself emulated, and the
  * table-driven code wins by about 2x. So, as the kernel picks its RAID-6 and
  * XOR routines, sroce times both on a 4 KiB buffer when the module loads and
  * keeps the faster one ("auto", the default). The "icrc" module parameter
