@@ -87,13 +87,16 @@ static void sroce_send_cqe(struct sroce_qp *qp, struct sroce_swqe *wqe,
 	sroce_cq_post(qp->scq, &wc, false);
 }
 
-/* Complete the oldest WQE (index sq.cons). */
+/*
+ * Complete the oldest WQE (index sq.cons). Its ring slot is released before
+ * its completion is posted: a process that polls the completion may post
+ * into that slot at once (perftest's latency tests do, with one slot), so
+ * the slot must not look taken then. The completion is built from @wqe, the
+ * kernel's copy, which only a fetch under sq_lock (held) could overwrite.
+ */
 static void __sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
 				  enum ib_wc_status status)
 {
-	if (status != IB_WC_SUCCESS || qp->sq_sig_all ||
-	    (wqe->wr.send_flags & SROCE_SEND_SIGNALED))
-		sroce_send_cqe(qp, wqe, status);
 	if (wqe->is_rd && wqe->started)
 		qp->req.rd_out--;
 	if (qp->req.next == qp->sq.cons) {
@@ -105,6 +108,9 @@ static void __sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
 	}
 	qp->sq.cons++;
 	sroce_wq_publish_cons(&qp->sq);
+	if (status != IB_WC_SUCCESS || qp->sq_sig_all ||
+	    (wqe->wr.send_flags & SROCE_SEND_SIGNALED))
+		sroce_send_cqe(qp, wqe, status);
 }
 
 /*
@@ -322,11 +328,13 @@ void sroce_sq_flush_locked(struct sroce_qp *qp)
 
 	if (!sq->hdr)
 		return;
+	/* Each slot is released before its completion, as above. */
 	while (sq->cons != qp->req.fetched) {
 		struct sroce_swqe *wqe = sroce_swqe_at(qp, sq->cons);
 
-		sroce_send_cqe(qp, wqe, IB_WC_WR_FLUSH_ERR);
 		sq->cons++;
+		sroce_wq_publish_cons(sq);
+		sroce_send_cqe(qp, wqe, IB_WC_WR_FLUSH_ERR);
 	}
 	prod = sroce_wq_ring_prod(sq, qp->req.fetched, &broken);
 	while (!broken && sq->cons != prod) {
@@ -334,8 +342,9 @@ void sroce_sq_flush_locked(struct sroce_qp *qp)
 
 		memcpy(&wqe->wr, sroce_wq_slot(sq, sq->cons), sizeof(wqe->wr));
 		wqe->len = 0;
-		sroce_send_cqe(qp, wqe, IB_WC_WR_FLUSH_ERR);
 		sq->cons++;
+		sroce_wq_publish_cons(sq);
+		sroce_send_cqe(qp, wqe, IB_WC_WR_FLUSH_ERR);
 	}
 	qp->req.fetched = sq->cons;
 	qp->req.next = sq->cons;

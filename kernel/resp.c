@@ -445,10 +445,13 @@ void sroce_rq_flush_locked(struct sroce_qp *qp)
 	prod = sroce_wq_ring_prod(rq, rq->cons, &broken);
 	while (rq->cons != prod) {
 		const struct sroce_recv_wqe *w = sroce_wq_slot(rq, rq->cons);
-
 		/* One read of the user-writable slot. */
-		sroce_recv_flush_cqe(qp, READ_ONCE(w->wr_id));
+		u64 wr_id = READ_ONCE(w->wr_id);
+
+		/* The slot is free before its completion can be polled. */
 		rq->cons++;
+		sroce_wq_publish_cons(rq);
+		sroce_recv_flush_cqe(qp, wr_id);
 	}
 	sroce_wq_publish_cons(rq);
 }
