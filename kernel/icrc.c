@@ -28,6 +28,8 @@
  * checks that they agree before the crypto driver is used.
  */
 
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/crc32.h>
 #include <linux/jump_label.h>
 #include <linux/ktime.h>
@@ -128,13 +130,13 @@ void sroce_icrc_init(void)
 
 	tfm = crypto_alloc_shash("crc32", 0, 0);
 	if (IS_ERR(tfm)) {
-		pr_info("sroce: ICRC by crc32_le (no crypto crc32: %ld)\n",
+		pr_info("ICRC by crc32_le (no crypto crc32: %ld)\n",
 			PTR_ERR(tfm));
 		return;
 	}
 	drv = crypto_tfm_alg_driver_name(crypto_shash_tfm(tfm));
 	if (crypto_shash_descsize(tfm) != sizeof(u32)) {
-		pr_info("sroce: ICRC by crc32_le (%s keeps %u bytes of state)\n",
+		pr_info("ICRC by crc32_le (%s keeps %u bytes of state)\n",
 			drv, crypto_shash_descsize(tfm));
 		goto out_free;
 	}
@@ -150,7 +152,7 @@ void sroce_icrc_init(void)
 	kfree(buf);
 
 	if (c_lib != c_crypto) {
-		pr_err("sroce: %s disagrees with crc32_le (%08x, %08x): ICRC by crc32_le\n",
+		pr_err("%s disagrees with crc32_le (%08x, %08x): ICRC by crc32_le\n",
 		       drv, c_crypto, c_lib);
 		goto out_clear;
 	}
@@ -159,11 +161,11 @@ void sroce_icrc_init(void)
 	 * one, is crc32_le() behind an indirect call.
 	 */
 	if (sroce_icrc_mode == SROCE_ICRC_AUTO && t_crypto * 4 > t_lib * 3) {
-		pr_info("sroce: ICRC by crc32_le: %llu ns per 4 KiB (%s: %llu ns)\n",
+		pr_info("ICRC by crc32_le: %llu ns per 4 KiB (%s: %llu ns)\n",
 			t_lib, drv, t_crypto);
 		goto out_clear;
 	}
-	pr_info("sroce: ICRC by %s: %llu ns per 4 KiB (crc32_le: %llu ns)\n",
+	pr_info("ICRC by %s: %llu ns per 4 KiB (crc32_le: %llu ns)\n",
 		drv, t_crypto, t_lib);
 	strscpy(sroce_icrc_in_use, drv, sizeof(sroce_icrc_in_use));
 	static_branch_enable(&sroce_icrc_by_crypto);
@@ -178,8 +180,7 @@ out_free:
 void sroce_icrc_fini(void)
 {
 	/* No device is left, so no packet is being built or checked. */
-	if (static_branch_unlikely(&sroce_icrc_by_crypto))
-		static_branch_disable(&sroce_icrc_by_crypto);
+	static_branch_disable(&sroce_icrc_by_crypto);
 	if (sroce_icrc_tfm)
 		crypto_free_shash(sroce_icrc_tfm);
 	sroce_icrc_tfm = NULL;

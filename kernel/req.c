@@ -350,7 +350,6 @@ void sroce_sq_flush_locked(struct sroce_qp *qp)
 	qp->req.next = sq->cons;
 	qp->req.rd_out = 0;
 	qp->req.paused = false;
-	sroce_wq_publish_cons(sq);
 	WRITE_ONCE(sq->hdr->sq_idle, 1);
 }
 

@@ -453,7 +453,6 @@ void sroce_rq_flush_locked(struct sroce_qp *qp)
 		sroce_wq_publish_cons(rq);
 		sroce_recv_flush_cqe(qp, wr_id);
 	}
-	sroce_wq_publish_cons(rq);
 }
 
 static void sroce_resp_drop_write(struct sroce_qp *qp)
