@@ -43,6 +43,14 @@ BAD_CONSOLE = re.compile(
     r"Poison overwritten|Redzone|Object padding|slab_out_of_bounds|"
     r"rcu_sched detected stall|rcu: INFO:")
 
+HUNG_TASK = re.compile(r"blocked for more than")
+# Every task in state D: its name and kernel stack (the hung-task detector's own
+# backtrace goes to the log at KERN_INFO, below the console's loglevel).
+BLOCKED_TASKS_SH = (
+    "for d in /proc/[0-9]*; do read -r st < $d/stat 2>/dev/null || continue; "
+    "case \"${st##*) }\" in D*) echo \"blocked task ${d#/proc/} $(cat $d/comm 2>/dev/null)\"; "
+    "cat $d/stack 2>/dev/null;; esac; done")
+
 STAGE1_MODULES = ["virtio_pci", "virtio_net", "virtio_console", "9pnet_virtio", "9p",
                   "overlay"]
 
@@ -580,6 +588,10 @@ class Guest:
         res = Result(cmd, r["rc"], r["out"], r["err"], r.get("timeout", False))
         if r.get("stuck"):
             self.stuck = "a killed command could not be reaped: %r" % cmd
+        elif res.timeout and cmd != BLOCKED_TASKS_SH:
+            # What the kernel was waiting for when the command ran out of time.
+            res.err += "\n[rig: tasks blocked in the kernel after the timeout]\n" + \
+                "\n".join(self.blocked_tasks())
         if check and not res.ok:
             raise RigError("%s: command failed: %r" % (self.name, res))
         return res
@@ -630,9 +642,28 @@ class Guest:
         self.console_mark = offset
 
     def bad_console_lines(self, start=None, end=None):
-        """Problem lines between start (default: the mark) and end (default: now)."""
+        """Problem lines between start (default: the mark) and end (default: now).
+        A hung task's report is followed by the kernel stacks of every task then
+        blocked in the guest (the console, at loglevel 5, shows only its first
+        line), and the guest is marked stuck: a task that never wakes holds what
+        the next tests need, so the rig reboots before them."""
         text = self.console_text(self.console_mark if start is None else start, end)
-        return [ln for ln in text.splitlines() if BAD_CONSOLE.search(ln)]
+        bad = [ln for ln in text.splitlines() if BAD_CONSOLE.search(ln)]
+        if any(HUNG_TASK.search(ln) for ln in bad):
+            bad += self.blocked_tasks()
+            self.stuck = self.stuck or "a task hung in the kernel (see its stack)"
+        return bad
+
+    def blocked_tasks(self):
+        """'pid comm' and kernel stack of every task in uninterruptible sleep, as
+        lines; or why they could not be read."""
+        if self.wedged:
+            return ["(no task stacks: %s)" % self.wedged]
+        try:
+            r = self.run(BLOCKED_TASKS_SH, timeout=30)
+        except RigError as e:
+            return ["(no task stacks: %s)" % e]
+        return ["  " + ln for ln in (r.out.splitlines() or ["(no task blocked any more)"])]
 
     def sync_console(self, timeout=10):
         """Prove that console.log has caught up with the kernel: log a unique marker
