@@ -44,12 +44,6 @@ BAD_CONSOLE = re.compile(
     r"rcu_sched detected stall|rcu: INFO:")
 
 HUNG_TASK = re.compile(r"blocked for more than")
-# Every task in state D: its name and kernel stack (the hung-task detector's own
-# backtrace goes to the log at KERN_INFO, below the console's loglevel).
-BLOCKED_TASKS_SH = (
-    "for d in /proc/[0-9]*; do read -r st < $d/stat 2>/dev/null || continue; "
-    "case \"${st##*) }\" in D*) echo \"blocked task ${d#/proc/} $(cat $d/comm 2>/dev/null)\"; "
-    "cat $d/stack 2>/dev/null;; esac; done")
 
 STAGE1_MODULES = ["virtio_pci", "virtio_net", "virtio_console", "9pnet_virtio", "9p",
                   "overlay"]
@@ -588,7 +582,7 @@ class Guest:
         res = Result(cmd, r["rc"], r["out"], r["err"], r.get("timeout", False))
         if r.get("stuck"):
             self.stuck = "a killed command could not be reaped: %r" % cmd
-        elif res.timeout and cmd != BLOCKED_TASKS_SH:
+        elif res.timeout:
             # What the kernel was waiting for when the command ran out of time.
             res.err += "\n[rig: tasks blocked in the kernel after the timeout]\n" + \
                 "\n".join(self.blocked_tasks())
@@ -655,15 +649,14 @@ class Guest:
         return bad
 
     def blocked_tasks(self):
-        """'pid comm' and kernel stack of every task in uninterruptible sleep, as
-        lines; or why they could not be read."""
-        if self.wedged:
-            return ["(no task stacks: %s)" % self.wedged]
+        """The kernel stack of every task in uninterruptible sleep (the hung-task
+        detector's own backtrace goes to the log at KERN_INFO, below the console's
+        loglevel), as lines; or why they could not be read."""
         try:
-            r = self.run(BLOCKED_TASKS_SH, timeout=30)
+            tasks = self.request({"op": "blocked"}, timeout=30)["tasks"]
         except RigError as e:
             return ["(no task stacks: %s)" % e]
-        return ["  " + ln for ln in (r.out.splitlines() or ["(no task blocked any more)"])]
+        return ["  " + ln for ln in (tasks.splitlines() or ["(no task blocked any more)"])]
 
     def sync_console(self, timeout=10):
         """Prove that console.log has caught up with the kernel: log a unique marker

@@ -137,14 +137,14 @@ def test_broken_guests_are_detected_and_replaced():
         # A command that only runs out of time reports the tasks then blocked.
         res = g.run("sleep 30", timeout=2)
         assert res.timeout and "tasks blocked in the kernel" in res.err, res
-        assert re.search(r"blocked task \d+ dd\n", res.err), res
+        assert re.search(r"task \d+ \(dd\) state D:\n", res.err), res
 
         # The hung-task detector's console line (the same dd, seen as hung within
         # seconds) brings the stacks of the blocked tasks and marks the guest.
         g.stuck = None
         g.mark_console()
         g.check("echo 2 > /proc/sys/kernel/hung_task_timeout_secs")
-        lines = wait_for(lambda: [ln for ln in g.bad_console_lines() if "blocked task" in ln],
+        lines = wait_for(lambda: [ln for ln in g.bad_console_lines() if " state D:" in ln],
                          timeout=30, what="hung task report with stacks")
-        assert any(re.search(r"blocked task \d+ dd$", ln) for ln in lines), lines
+        assert any(re.search(r"task \d+ \(dd\) state D:$", ln) for ln in lines), lines
         assert "hung" in g.stuck and list(r.health()) == ["g0"], g.stuck

@@ -10,6 +10,7 @@ an "op"; each reply echoes the id. Ops:
   spawn  cmd                    -> handle          (runs in the background)
   poll   handle                 -> done, rc, out, err (out/err only when done)
   kill   handle, sig            -> {}
+  blocked                       -> tasks   (every task in state D, with its kernel stack)
   poweroff                      -> {} then the guest powers off
 Commands run under /bin/bash -c in their own process group, so a timeout kills
 everything they started. A command that cannot die (a task stuck in the kernel,
@@ -43,6 +44,28 @@ def find_port():
     sys.exit("agent: no virtio port named " + PORT_NAME)
 
 
+def task_stacks(keep):
+    """'task PID (COMM) state S:' and the kernel stack of every task whose
+    /proc/PID/stat fields after the command name (state first) keep() accepts."""
+    lines = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                stat = f.read()
+            fields = stat.rsplit(")", 1)[1].split()
+            if not keep(fields):
+                continue
+            with open("/proc/%s/stack" % pid) as f:
+                stack = f.read()
+        except (OSError, ValueError, IndexError):
+            continue
+        lines.append("task %s %s state %s:\n%s" % (pid, stat.split(" ", 2)[1], fields[0],
+                                                   stack))
+    return "".join(lines)
+
+
 class Job:
     def __init__(self, cmd):
         self.out = tempfile.TemporaryFile()
@@ -59,23 +82,7 @@ class Job:
 
     def stuck_tasks(self):
         """State and kernel stack of every task left in the job's process group."""
-        lines = []
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit():
-                continue
-            try:
-                with open("/proc/%s/stat" % pid) as f:
-                    stat = f.read()
-                fields = stat.rsplit(")", 1)[1].split()
-                if int(fields[2]) != self.proc.pid:  # pgrp
-                    continue
-                with open("/proc/%s/stack" % pid) as f:
-                    stack = f.read()
-            except (OSError, ValueError, IndexError):
-                continue
-            lines.append("task %s %s state %s:\n%s" % (pid, stat.split(" ", 2)[1], fields[0],
-                                                       stack))
-        return "".join(lines)
+        return task_stacks(lambda fields: int(fields[2]) == self.proc.pid)  # pgrp
 
     def result(self):
         self.out.seek(0)
@@ -136,6 +143,8 @@ def main():
                         stuck.append(job)
                     reply["rc"] = 124
                     reply["timeout"] = True
+            elif op == "blocked":
+                reply["tasks"] = task_stacks(lambda fields: fields[0] == "D")
             elif op == "spawn":
                 jobs[next_handle] = Job(req["cmd"])
                 reply["handle"] = next_handle
