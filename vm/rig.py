@@ -594,6 +594,36 @@ class Guest:
         """Run cmd, raise unless it exits 0; return its stdout."""
         return self.run(cmd, timeout=timeout, check=True).out
 
+    def kmsg(self, text, timeout=30):
+        """Write text to the guest's /dev/kmsg (one log record; "<N>" in front
+        sets its level). The agent writes it itself: no command is started. A
+        record without a newline at its end may wait on the console for the
+        next one (the kernel keeps it open for a continuation): one is added."""
+        if not text.endswith("\n"):
+            text += "\n"
+        self.request({"op": "kmsg", "text": text}, timeout=timeout)
+
+    def tcp_listening(self, port, timeout=30):
+        """True if a TCP socket of the guest's initial network namespace listens
+        on port (read from /proc/net/tcp{,6} by the agent: no command is started)."""
+        return self.request({"op": "listening", "port": port}, timeout=timeout)["listening"]
+
+    def read_files(self, paths=None, pattern=None, timeout=120):
+        """({path: text}, {path: strerror}) of the guest files paths, or of those
+        matching the glob pattern, read by the agent itself (no command is
+        started, so a sysfs attribute costs milliseconds, not a shell)."""
+        req = {"op": "read", "paths": list(paths)} if paths is not None else \
+            {"op": "read", "glob": pattern}
+        r = self.request(req, timeout=timeout)
+        return r["files"], r["errors"]
+
+    def read_file(self, path, timeout=120):
+        """The text of guest file path; RigError if it cannot be read."""
+        files, errors = self.read_files([path], timeout=timeout)
+        if path not in files:
+            raise RigError("%s: cannot read %s: %s" % (self.name, path, errors.get(path)))
+        return files[path]
+
     def set_netem(self, args):
         """Put a netem qdisc with args (e.g. "loss 1%") on eth0; "" removes it."""
         if args:
@@ -667,7 +697,7 @@ class Guest:
         self.sync_seq += 1
         tag = "sroce-rig console sync %s.%d.%d" % (self.name, os.getpid(), self.sync_seq)
         start = self.console_mark
-        self.check("echo '<4>%s' > /dev/kmsg" % tag, timeout=timeout)
+        self.kmsg("<4>%s" % tag, timeout=timeout)
         deadline = time.time() + timeout
         while True:
             data = self.console_bytes(start)

@@ -83,6 +83,9 @@ def wait_for(fn, timeout=20, interval=0.3, what="condition"):
 
 def unload_all_rdma_links(g):
     """Remove every RDMA link and unload sroce and rdma_rxe, so a test starts clean."""
+    # Neither module loaded: no such link exists, and nothing need be started.
+    if not re.search(r"^(sroce|rdma_rxe) ", g.read_file("/proc/modules"), re.M):
+        return
     # "link sroce0/1 state ACTIVE ..." per port: every device once. Its stdout
     # is lsmod's: the modules still loaded.
     r = g.run("for d in $(rdma link show 2>/dev/null | awk '$1 == \"link\" "
@@ -100,7 +103,8 @@ def add_link(g, name="sroce0", netdev="eth0", kind="sroce"):
 
 
 def sysfs(g, dev, path):
-    return g.check("cat /sys/class/infiniband/%s/%s" % (dev, path)).strip()
+    """An attribute of RDMA device dev in guest g (read by the agent: no command)."""
+    return g.read_file("/sys/class/infiniband/%s/%s" % (dev, path)).strip()
 
 
 def active_mtu(g, dev):
@@ -110,22 +114,38 @@ def active_mtu(g, dev):
     return int(m.group(1))
 
 
+def gid_table(g, dev):
+    """[(index, GID, type)] of every GID table entry of dev's port 1 that has a
+    type (unused entries have none: reading it fails with EINVAL)."""
+    port = "/sys/class/infiniband/%s/ports/1/" % dev
+    if not hasattr(g, "read_files"):
+        # A view of g that runs commands elsewhere (test_netns.InNs): its shell.
+        out = g.check("cd %s && grep -H . gid_attrs/types/* 2>/dev/null | while IFS=: "
+                      "read -r f t; do i=${f##*/}; echo $i $(cat gids/$i) $t; done" % port)
+        return [(int(i), gid, t) for i, gid, t in
+                (ln.split(maxsplit=2) for ln in out.splitlines() if len(ln.split()) >= 3)]
+    # Two reads by the agent, no command started.
+    types, _ = g.read_files(pattern=port + "gid_attrs/types/*")
+    idx = sorted(int(p.rsplit("/", 1)[1]) for p in types)
+    gids, _ = g.read_files(["%sgids/%d" % (port, i) for i in idx])
+    return [(i, gids["%sgids/%d" % (port, i)].strip(),
+             types["%sgid_attrs/types/%d" % (port, i)].strip())
+            for i in idx if "%sgids/%d" % (port, i) in gids]
+
+
 def gid_index(g, dev, ipv6=False, addr=None):
     """Index of the RoCE v2 GID for the guest's link address (IPv4-mapped or IPv6),
     or for addr (either family) if given."""
     want = ipaddress.ip_address(addr or (g.ip6 if ipv6 else g.ip4))
-    # One read of the whole table; unused entries have no type (EINVAL, silenced).
-    out = g.check("cd /sys/class/infiniband/%s/ports/1 && grep -H . gid_attrs/types/* "
-                  "2>/dev/null | while IFS=: read -r f t; do i=${f##*/}; "
-                  "echo $i $(cat gids/$i) $t; done" % dev)
-    for line in out.splitlines():
-        parts = line.split(maxsplit=2)
-        if len(parts) < 3 or "v2" not in parts[2]:
+    table = gid_table(g, dev)
+    for i, gid, kind in table:
+        if "v2" not in kind:
             continue
-        gid = ipaddress.ip_address(parts[1])
+        gid = ipaddress.ip_address(gid)
         if gid == want or gid.ipv4_mapped == want:
-            return int(parts[0])
-    raise AssertionError("%s: no RoCE v2 GID for %s on %s:\n%s" % (g.name, want, dev, out))
+            return i
+    raise AssertionError("%s: no RoCE v2 GID for %s on %s:\n%s" %
+                         (g.name, want, dev, "\n".join("%d %s %s" % t for t in table)))
 
 
 def wait_gids(g, dev, families=FAMILIES, timeout=30):
@@ -228,7 +248,10 @@ class Capture:
 def listening(g, port=EXCH_PORT):
     """True if a process in guest g listens on TCP port (checked inside g, so the
     single-connection servers of pingpong and perftest never see a probe)."""
-    return g.run("ss -Hltn 'sport = :%d'" % port, timeout=30).out.strip() != ""
+    if not hasattr(g, "tcp_listening"):
+        # A view of g that runs commands elsewhere (test_netns.InNs): its shell.
+        return g.run("ss -Hltn 'sport = :%d'" % port, timeout=30).out.strip() != ""
+    return g.tcp_listening(port)
 
 
 def cm_ids(g):
@@ -280,7 +303,7 @@ def client_server(server, server_cmd, client, client_cmd, port=EXCH_PORT, timeou
                 why = ("server exited before listening" if srv.result is not None
                        else "server did not listen on port %d in %d s" % (port, listen_timeout))
                 return srv.wait(5), rigmod.Result(client_cmd, -1, "", why)
-            time.sleep(0.3)
+            time.sleep(0.1)
         if before_client:
             before_client()
         cli = client.run(client_cmd, timeout=timeout)

@@ -20,7 +20,8 @@ import shlex
 
 import pytest
 
-from guestrdma import client_server, gid_index, unload_all_rdma_links, wait_for
+from guestrdma import (client_server, gid_index, listening, unload_all_rdma_links, wait_all,
+                       wait_for)
 from test_rdmacm import CM_MODULES, check_pings
 from test_verbs import RESULT_ROW
 
@@ -189,7 +190,7 @@ def test_delete_namespace_under_traffic(pair):
     procs = []
     try:
         procs.append(g.spawn("ib_write_bw -d sa -x %d %s" % (gid(g, "A"), flags)))
-        wait_for(lambda: g.run("ss -Hltn 'sport = :%d'" % port).out.strip(), timeout=60,
+        wait_for(lambda: listening(g, port), timeout=60,
                  what="ib_write_bw listening")
         procs.append(g.spawn("ib_write_bw -d sb -x %d %s 127.0.0.1" % (gid(g, "B"), flags)))
 
@@ -202,11 +203,10 @@ def test_delete_namespace_under_traffic(pair):
                  what="sa and sb unregistered")
         # perftest never reads the fatal event: whatever ends by itself must
         # not claim success, the rest is killed
-        for p in procs:
-            r = p.wait(timeout=10)
+        results, procs = wait_all(procs, timeout=10), []
+        for r in results:
             if not r.timeout:
                 assert r.rc != 0, r
-        procs = []
         assert sockets_4791(b) == [], sockets_4791(b)
     finally:
         for p in procs:
@@ -358,7 +358,7 @@ def test_nic_moved_into_namespace(rig, g0):
         # a server in init_net with sn open (QP created) waits for a peer
         holder = g1.spawn("ibv_rc_pingpong -d sn -g %d -p 18640"
                           % gid_index(n, "sn", addr=g1.ip4))
-        wait_for(lambda: g1.run("ss -Hltn 'sport = :18640'").out.strip(), timeout=30,
+        wait_for(lambda: listening(g1, 18640), timeout=30,
                  what="holder listening")
         g1.check("ip netns del N")
         wait_for(lambda: "sn" not in rdma_devs(g1), timeout=60, what="sn unregistered")
