@@ -126,11 +126,10 @@ def gid_table(g, dev):
                 (ln.split(maxsplit=2) for ln in out.splitlines() if len(ln.split()) >= 3)]
     # Two reads by the agent, no command started.
     types, _ = g.read_files(pattern=port + "gid_attrs/types/*")
-    idx = sorted(int(p.rsplit("/", 1)[1]) for p in types)
-    gids, _ = g.read_files(["%sgids/%d" % (port, i) for i in idx])
-    return [(i, gids["%sgids/%d" % (port, i)].strip(),
-             types["%sgid_attrs/types/%d" % (port, i)].strip())
-            for i in idx if "%sgids/%d" % (port, i) in gids]
+    kinds = {int(p.rsplit("/", 1)[1]): t.strip() for p, t in types.items()}
+    paths = {i: "%sgids/%d" % (port, i) for i in sorted(kinds)}
+    gids, _ = g.read_files(paths.values())
+    return [(i, gids[p].strip(), kinds[i]) for i, p in paths.items() if p in gids]
 
 
 def gid_index(g, dev, ipv6=False, addr=None):

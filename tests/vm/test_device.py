@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from guestrdma import TOOLS, add_link, sysfs, unload_all_rdma_links, wait_for
+from guestrdma import TOOLS, add_link, gid_table, sysfs, unload_all_rdma_links, wait_for
 
 
 @pytest.fixture
@@ -93,8 +93,7 @@ def test_port_attributes_and_gid_table(g0, rig):
     assert sysfs(g0, "sroce0", "ports/1/pkeys/0") == "0xffff"
     # node GUID is the EUI-64 of the MAC 52:54:00:99:00:01
     assert sysfs(g0, "sroce0", "node_guid") == "5054:00ff:fe99:0001"
-    gids = g0.check("cd /sys/class/infiniband/sroce0/ports/1 && grep -H . gid_attrs/types/* "
-                    "2>/dev/null | while IFS=: read -r f t; do echo $(cat gids/${f##*/}) $t; done")
+    gids = "\n".join("%s %s" % (gid, kind) for _, gid, kind in gid_table(g0, "sroce0"))
     assert "fe80:0000:0000:0000:5054:00ff:fe99:0001 RoCE v2" in gids
     assert "0000:0000:0000:0000:0000:ffff:0a63:0001 RoCE v2" in gids  # ::ffff:10.99.0.1
     assert "fd99:0000:0000:0000:0000:0000:0000:0001 RoCE v2" in gids

@@ -196,7 +196,7 @@ def main():
             elif op == "listening":
                 reply["listening"] = tcp_listening(int(req["port"]))
             elif op == "read":
-                paths = req.get("paths") or sorted(glob.glob(req.get("glob", "")))
+                paths = req["paths"] if "paths" in req else sorted(glob.glob(req["glob"]))
                 reply["files"], reply["errors"] = read_files(paths)
             elif op == "spawn":
                 jobs[next_handle] = Job(req["cmd"])
