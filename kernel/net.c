@@ -64,7 +64,6 @@
 #include <linux/skbuff.h>
 #include <linux/u64_stats_sync.h>
 #include <linux/udp.h>
-#include <linux/wait_bit.h>
 #include <net/inet_ecn.h>
 #include <net/ip.h>
 #include <net/ip6_route.h>
@@ -441,25 +440,41 @@ int sroce_tx_alloc(struct sroce_dev *sdev, const struct sroce_av *av,
 }
 
 /*
- * Back-pressure. Queues between us and the wire (qdisc, driver ring) drop
- * when they overflow, and fq_codel does so without telling the sender, so
- * every QP limits its packets in flight: the skb destructor counts them
- * down. It runs in softirq or process context. The decrement is its last
- * access to the QP: destroy_qp waits for zero and then frees it, so the
- * wake-up only uses the counter's address, as a key.
+ * Transmit accounting. A QP's packets are charged to a kernel UDP socket of
+ * its own, never bound (it receives nothing), the way any socket's packets
+ * are: skb_set_owner_w() adds the skb's truesize to sk_wmem_alloc, and the
+ * stack's sock_wfree() takes it off when the packet is freed or orphaned
+ * (veth on forwarding, netem on enqueue). The packets point at the socket,
+ * not at the QP, and the socket holds no code or data of sroce's once
+ * destroy_qp has given its callback back: sock_release() leaves it alive
+ * until its last packet is gone. So neither destroy_qp nor module unload
+ * waits for packets that a stalled transmit queue may hold for ever (a
+ * virtio-net ring the host stopped reading, a qdisc shaping to nothing).
+ *
+ * Back-pressure. Queues between us and the wire drop when they overflow,
+ * and fq_codel does so without telling the sender, so a QP holds back
+ * while its packets in flight take SROCE_TX_HIGH times its largest packet
+ * (tx_unit, a truesize) and is kicked again by the socket's write_space
+ * callback, which sock_wfree() calls for every packet freed, below
+ * SROCE_TX_LOW times. A packet orphaned without sock_wfree() (netem's
+ * skb_orphan_partial()) leaves the count without a callback; that happens
+ * when it is queued, in the sender's own call, so no stalled sender waits
+ * for it.
  */
-static void sroce_tx_destructor(struct sk_buff *skb)
+static void sroce_tx_write_space(struct sock *sk)
 {
-	struct sroce_qp *qp = skb_shinfo(skb)->destructor_arg;
+	struct sroce_qp *qp;
 
-	if (READ_ONCE(qp->tx_stalled) && !READ_ONCE(qp->dead) &&
-	    atomic_read(&qp->tx_inflight) <= SROCE_TX_LOW) {
+	smp_mb();	/* sk_wmem_alloc down before tx_stalled is read */
+	rcu_read_lock();
+	qp = rcu_dereference_sk_user_data(sk);
+	if (qp && READ_ONCE(qp->tx_stalled) && !READ_ONCE(qp->dead) &&
+	    sk_wmem_alloc_get(sk) <= SROCE_TX_LOW * READ_ONCE(qp->tx_unit)) {
 		WRITE_ONCE(qp->tx_stalled, false);
 		queue_work(system_highpri_wq, &qp->req.work);
 		queue_delayed_work(system_highpri_wq, &qp->resp.work, 0);
 	}
-	if (atomic_dec_and_test(&qp->tx_inflight))
-		wake_up_var(&qp->tx_inflight);
+	rcu_read_unlock();
 }
 
 /*
@@ -468,11 +483,14 @@ static void sroce_tx_destructor(struct sk_buff *skb)
  */
 bool sroce_tx_full(struct sroce_qp *qp)
 {
-	if (atomic_read(&qp->tx_inflight) < SROCE_TX_HIGH)
+	struct sock *sk = qp->tx_sock->sk;
+	int high = SROCE_TX_HIGH * READ_ONCE(qp->tx_unit);
+
+	if (sk_wmem_alloc_get(sk) < high)
 		return false;
 	WRITE_ONCE(qp->tx_stalled, true);
-	smp_mb();	/* pairs with the destructor's decrement */
-	if (atomic_read(&qp->tx_inflight) < SROCE_TX_HIGH) {
+	smp_mb();	/* pairs with sroce_tx_write_space() */
+	if (sk_wmem_alloc_get(sk) < high) {
 		WRITE_ONCE(qp->tx_stalled, false);
 		return false;
 	}
@@ -481,11 +499,56 @@ bool sroce_tx_full(struct sroce_qp *qp)
 
 static void sroce_tx_account(struct sroce_txpkt *tp)
 {
-	if (!tp->qp)
+	struct sroce_qp *qp = tp->qp;
+
+	if (!qp)
 		return;
-	atomic_inc(&tp->qp->tx_inflight);
-	skb_shinfo(tp->skb)->destructor_arg = tp->qp;
-	tp->skb->destructor = sroce_tx_destructor;
+	if (unlikely(tp->skb->truesize > READ_ONCE(qp->tx_unit)))
+		WRITE_ONCE(qp->tx_unit, tp->skb->truesize);
+	skb_set_owner_w(tp->skb, qp->tx_sock->sk);
+}
+
+/* At create_qp, in process context. */
+int sroce_tx_sock_create(struct sroce_qp *qp)
+{
+	struct sock *sk;
+	int err;
+
+	err = sock_create_kern(qp->sdev->net, AF_INET, SOCK_DGRAM, IPPROTO_UDP,
+			       &qp->tx_sock);
+	if (err)
+		return err;
+	/* Any positive value: the first packet sets the real one. */
+	qp->tx_unit = 1;
+	qp->tx_stalled = false;
+	sk = qp->tx_sock->sk;
+	write_lock_bh(&sk->sk_callback_lock);
+	rcu_assign_sk_user_data(sk, qp);
+	qp->tx_write_space = sk->sk_write_space;
+	WRITE_ONCE(sk->sk_write_space, sroce_tx_write_space);
+	write_unlock_bh(&sk->sk_callback_lock);
+	return 0;
+}
+
+/*
+ * At destroy_qp, before a grace period: after it, no write_space callback
+ * looks at the QP, and packets freed later call the socket's own.
+ */
+void sroce_tx_sock_detach(struct sroce_qp *qp)
+{
+	struct sock *sk = qp->tx_sock->sk;
+
+	write_lock_bh(&sk->sk_callback_lock);
+	rcu_assign_sk_user_data(sk, NULL);
+	WRITE_ONCE(sk->sk_write_space, qp->tx_write_space);
+	write_unlock_bh(&sk->sk_callback_lock);
+}
+
+/* Once the QP sends nothing more: its packets in flight keep the socket. */
+void sroce_tx_sock_release(struct sroce_qp *qp)
+{
+	sock_release(qp->tx_sock);
+	qp->tx_sock = NULL;
 }
 
 static int sroce_tx_route4(struct sroce_dev *sdev, const struct sroce_av *av,

@@ -394,6 +394,9 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	err = dst_cache_init(&qp->tx_dst, GFP_KERNEL);
 	if (err)
 		goto err_count;
+	err = sroce_tx_sock_create(qp);
+	if (err)
+		goto err_dst;
 
 	err = sroce_qp_alloc_sq(qp, ibuc, &init->cap);
 	if (!err)
@@ -416,6 +419,8 @@ err_qpn:
 	xa_erase(&sdev->qp_xa, ibqp->qp_num);
 err_queues:
 	sroce_qp_free_queues(qp);
+	sroce_tx_sock_release(qp);
+err_dst:
 	dst_cache_destroy(&qp->tx_dst);
 err_count:
 	atomic_dec(&sdev->num_qp);
@@ -779,6 +784,7 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	 * return), and drop it when their packet is done.
 	 */
 	xa_erase(&sdev->qp_xa, ibqp->qp_num);
+	sroce_tx_sock_detach(qp);	/* its callback: see net.c */
 	synchronize_rcu();
 	sroce_qp_put(qp);
 	wait_for_completion(&qp->done);
@@ -794,20 +800,17 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	del_timer_sync(&qp->req.fetch_timer);
 	sroce_cc_stop_qp(qp);
 
-	/*
-	 * The backlog may hold this QP's own looped-back packets (a QP
-	 * connected to itself, or to a QP destroyed at the same time):
-	 * free it before waiting for them.
-	 */
+	/* The backlog of requests and the READ job go with the QP. */
 	spin_lock_bh(&qp->rq_lock);
 	sroce_resp_reset_locked(qp);
 	spin_unlock_bh(&qp->rq_lock);
 
 	/*
-	 * Packets in flight point back at the QP (their destructor). Dead,
-	 * it sends nothing new; the network stack frees what it holds.
+	 * Dead, the QP sends nothing new. Its packets in flight belong to its
+	 * socket, which lives until the network stack has freed them all: a
+	 * transmit queue that never drains does not hold us here.
 	 */
-	wait_var_event(&qp->tx_inflight, !atomic_read(&qp->tx_inflight));
+	sroce_tx_sock_release(qp);
 
 	rdma_destroy_ah_attr(&qp->ah_attr);
 

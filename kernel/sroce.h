@@ -713,12 +713,16 @@ struct sroce_qp {
 	u32			num_mcast;	/* groups attached, mcg_lock */
 
 	/*
-	 * Packets of this QP not yet freed by the network stack (net.c).
-	 * Senders hold back above SROCE_TX_HIGH and set tx_stalled; the skb
-	 * destructor kicks them again below SROCE_TX_LOW. destroy_qp waits
-	 * for zero.
+	 * Transmit accounting (net.c): the QP's packets are charged to a
+	 * kernel socket of its own, which outlives the QP until its last
+	 * packet is freed. Senders hold back while the packets in flight
+	 * take SROCE_TX_HIGH times tx_unit (the largest truesize sent) and
+	 * set tx_stalled; the socket's write_space callback kicks them below
+	 * SROCE_TX_LOW times tx_unit. destroy_qp waits for none of them.
 	 */
-	atomic_t		tx_inflight;
+	struct socket		*tx_sock;
+	void			(*tx_write_space)(struct sock *sk);
+	unsigned int		tx_unit;
 	bool			tx_stalled;
 	/*
 	 * The route to av (RC, UC; UD routes per packet): per CPU, checked
@@ -1178,6 +1182,9 @@ bool sroce_rx_from_peer(const struct sroce_av *av, const u8 *ip,
 			const struct sroce_pkt *pkt);
 bool sroce_rx_pkey_ok(const u8 *bth);
 bool sroce_tx_full(struct sroce_qp *qp);
+int sroce_tx_sock_create(struct sroce_qp *qp);
+void sroce_tx_sock_detach(struct sroce_qp *qp);
+void sroce_tx_sock_release(struct sroce_qp *qp);
 
 /* queue.c: rings shared with user space */
 struct sroce_mmap_entry *sroce_mmap_alloc(struct ib_ucontext *ibuc,

@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Tearing sroce down while RC traffic flows in both directions."""
+"""Tearing sroce down while RC traffic flows in both directions, and while its
+packets are stuck in a transmit queue."""
+import re
+
 import pytest
 
 from guestrdma import (client_server, configure, listening, sysfs, unload_all_rdma_links,
@@ -87,6 +90,67 @@ def test_teardown_under_traffic(rig, how):
     # The device comes back and works.
     sides = [configure(g) for g in (g0, g1)]
     wait_for(lambda: g0.run("ping -c1 -W1 %s" % g1.ip4).ok, timeout=30, what="ping")
+    srv, cli = client_server(
+        g0, "ibv_rc_pingpong -d sroce0 -g %d -c -n 20" % sides[0].gid["ipv4"],
+        g1, "ibv_rc_pingpong -d sroce0 -g %d -c -n 20 %s" % (sides[1].gid["ipv4"], g0.ip4),
+        port=18515)
+    assert srv.ok and cli.ok, (srv, cli)
+    assert "20 iters in" in cli.out, cli
+    for g in (g0, g1):
+        unload_all_rdma_links(g)
+
+
+# g0's RoCE packets (UDP to 4791) go to a band that sends 100 bit/s: they stay
+# in the qdisc, as they would in a transmit ring the device no longer empties.
+# Everything else (perftest's TCP exchange, the guests' own traffic) passes.
+HOLD_ROCE = """tc qdisc add dev eth0 root handle 1: prio &&
+tc qdisc add dev eth0 parent 1:3 handle 30: tbf rate 100bit burst 1600 limit 10000000 &&
+tc filter add dev eth0 parent 1: protocol ip prio 1 u32 match ip protocol 17 0xff \
+match ip dport 4791 0xffff flowid 1:3"""
+
+
+def _held(g):
+    """Packets waiting in the holding band's queue."""
+    out = g.check("tc -s qdisc show dev eth0")
+    m = re.search(r"qdisc tbf 30:.*?backlog \S+ (\d+)p", out, re.S)
+    assert m, out
+    return int(m.group(1))
+
+
+def test_teardown_with_packets_stuck_in_transmit_queue(rig):
+    """Packets a QP sent can sit in a transmit queue indefinitely (a shaper, a
+    ring nobody empties). Neither the QP's owner exiting nor the device's and the
+    module's removal waits for them, and freeing them afterwards (the module
+    gone) is clean (the console check); a fresh device works again."""
+    g0, g1 = rig[0], rig[1]
+    gid0, gid1 = [configure(g).gid["ipv4"] for g in (g0, g1)]
+    # Held from the start: a busy-polling client leaves a one-CPU guest too
+    # little time for tc.
+    g0.check(HOLD_ROCE)
+    srv = g1.spawn("ib_write_bw -d sroce0 -x %d -s 65536 -n 1000000 -p 18613" % gid1)
+    cli = None
+    try:
+        wait_for(lambda: listening(g1, 18613), timeout=60, what="perftest server listening")
+        cli = g0.spawn("ib_write_bw -d sroce0 -x %d -s 65536 -n 1000000 -p 18613 %s"
+                       % (gid0, g1.ip4))
+        wait_for(lambda: _held(g0) >= 20, timeout=60, what="packets held in eth0's qdisc")
+        cli.kill()
+        r = cli.wait(30)
+        assert not r.timeout, "the QP's owner did not exit: %s\n%s" % (
+            r, g0.run("cat /proc/*/task/*/stack 2>/dev/null | sort | uniq -c").out)
+        held = _held(g0)
+        assert held >= 20, held
+        g0.check("rdma link del sroce0 && modprobe -r sroce", timeout=60)
+        assert not re.search(r"^sroce ", g0.read_file("/proc/modules"), re.M)
+        # Still there after the module left; freeing them now runs nothing of sroce's.
+        assert _held(g0) > 0
+    finally:
+        g0.run("tc qdisc del dev eth0 root")
+        for p in (cli, srv):
+            if p is not None:
+                p.kill()
+                p.wait(10)
+    sides = [configure(g) for g in (g0, g1)]
     srv, cli = client_server(
         g0, "ibv_rc_pingpong -d sroce0 -g %d -c -n 20" % sides[0].gid["ipv4"],
         g1, "ibv_rc_pingpong -d sroce0 -g %d -c -n 20 %s" % (sides[1].gid["ipv4"], g0.ip4),

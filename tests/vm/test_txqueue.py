@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """Every packet of a QP leaves through one transmit queue of a multi-queue netdev.
 
-sroce's packets have no socket, so the stack would choose a queue for each one:
+sroce's packets belong to a socket that caches no queue (it is never connected),
+so the stack would choose a queue for each one:
 by the sending CPU where the netdev has an XPS map. A QP sends from the process
 that rings its doorbell and from softirq wherever its peer's packets are
 received, so on a multi-queue NIC its packets could take several queues and
