@@ -25,6 +25,21 @@ def _stalled_and_down(g, before):
     return int(n) > before and state.strip() == "1: DOWN"
 
 
+def _works_again(g0, g1):
+    """A fresh device in both guests carries a verified ibv_rc_pingpong; then
+    both are unloaded again."""
+    sides = [configure(g) for g in (g0, g1)]
+    wait_for(lambda: g0.run("ping -c1 -W1 %s" % g1.ip4).ok, timeout=30, what="ping")
+    srv, cli = client_server(
+        g0, "ibv_rc_pingpong -d sroce0 -g %d -c -n 20" % sides[0].gid["ipv4"],
+        g1, "ibv_rc_pingpong -d sroce0 -g %d -c -n 20 %s" % (sides[1].gid["ipv4"], g0.ip4),
+        port=18515)
+    assert srv.ok and cli.ok, (srv, cli)
+    assert "20 iters in" in cli.out, cli
+    for g in (g0, g1):
+        unload_all_rdma_links(g)
+
+
 @pytest.mark.parametrize("how", ["link-del", "rmmod", "netdev-down"])
 def test_teardown_under_traffic(rig, how):
     """Remove the device (after a netdev flap, or with the module) in the middle of
@@ -87,17 +102,7 @@ def test_teardown_under_traffic(rig, how):
         for p in procs:
             p.kill()
             p.wait(10)
-    # The device comes back and works.
-    sides = [configure(g) for g in (g0, g1)]
-    wait_for(lambda: g0.run("ping -c1 -W1 %s" % g1.ip4).ok, timeout=30, what="ping")
-    srv, cli = client_server(
-        g0, "ibv_rc_pingpong -d sroce0 -g %d -c -n 20" % sides[0].gid["ipv4"],
-        g1, "ibv_rc_pingpong -d sroce0 -g %d -c -n 20 %s" % (sides[1].gid["ipv4"], g0.ip4),
-        port=18515)
-    assert srv.ok and cli.ok, (srv, cli)
-    assert "20 iters in" in cli.out, cli
-    for g in (g0, g1):
-        unload_all_rdma_links(g)
+    _works_again(g0, g1)
 
 
 # g0's RoCE packets (UDP to 4791) go to a band that sends 100 bit/s: they stay
@@ -150,12 +155,4 @@ def test_teardown_with_packets_stuck_in_transmit_queue(rig):
             if p is not None:
                 p.kill()
                 p.wait(10)
-    sides = [configure(g) for g in (g0, g1)]
-    srv, cli = client_server(
-        g0, "ibv_rc_pingpong -d sroce0 -g %d -c -n 20" % sides[0].gid["ipv4"],
-        g1, "ibv_rc_pingpong -d sroce0 -g %d -c -n 20 %s" % (sides[1].gid["ipv4"], g0.ip4),
-        port=18515)
-    assert srv.ok and cli.ok, (srv, cli)
-    assert "20 iters in" in cli.out, cli
-    for g in (g0, g1):
-        unload_all_rdma_links(g)
+    _works_again(g0, g1)
