@@ -75,12 +75,20 @@ def test_parameters_in_sysfs(sroce_pair, defaults_after):
     assert g.check("stat -c %%a %srp_enable" % (CC % dev)).strip() == "644"
 
 
+def _resolve_then_netem(guest, peer_ip, dev, netem):
+    """netem on guest's dev egress, once peer_ip's neighbour entry is fresh: netem
+    drops ARP too, and three lost requests fail the resolution (once in CI,
+    perftest's client could not connect to its server)."""
+    guest.check("ping -c1 -W5 -I %s %s >/dev/null" % (dev, peer_ip))
+    guest.check("tc qdisc replace dev %s root netem %s" % (dev, netem))
+
+
 def _marked_run(pair, netem="loss 20% ecn", extra="-s 65536 -n 400", capture=True):
     """ib_write_bw from the client (guest 1) to the server (guest 0) with netem
     marking CE on the client's egress; returns (server, client) counter deltas
     and the capture rows (FIELDS) from guest 1's eth0 (None without capture)."""
     srv, cli = pair.server, pair.client
-    cli.guest.check("tc qdisc replace dev eth0 root netem " + netem)
+    _resolve_then_netem(cli.guest, srv.guest.ip4, "eth0", netem)
     b0, b1 = counters(srv.guest, srv.dev), counters(cli.guest, cli.dev)
     cap = Capture(cli.guest) if capture else contextlib.nullcontext()
     with cap:
@@ -123,7 +131,7 @@ def test_ud_ce_marks_make_cnps(sroce_pair, defaults_after):
     QP of the packet (DETH) at its source address; the sending UD QP takes it
     and cuts its rate. Every CNP that arrives finds its QP."""
     srv, cli = sroce_pair.server, sroce_pair.client
-    cli.guest.check("tc qdisc replace dev eth0 root netem loss 20% ecn")
+    _resolve_then_netem(cli.guest, srv.guest.ip4, "eth0", "loss 20% ecn")
     b0, b1 = counters(srv.guest, srv.dev), counters(cli.guest, cli.dev)
     cmd = "ib_send_bw -d %s -i 1 -x %d -F -c UD -s 512 -n 3000 %s"
     try:
@@ -194,7 +202,7 @@ def test_vlan_pcp_follows_sl_and_cnp_prio(sroce_pair, defaults_after):
                     "ip addr add %s/24 dev eth0.10 && ip link set eth0.10 up" % addrs[g.name])
         gids = {s.guest.name: wait_for(lambda s=s: _vlan_gid(s, addrs[s.guest.name]),
                                        timeout=30, what="VLAN GID") for s in (srv, cli)}
-        cli.guest.check("tc qdisc replace dev eth0.10 root netem loss 20% ecn")
+        _resolve_then_netem(cli.guest, addrs[srv.guest.name], "eth0.10", "loss 20% ecn")
         extra = "--sl=3 -s 8192 -n 300"
         # VLAN-tagged frames: "udp port 4791" would not match them
         with Capture(cli.guest, bpf=None, count=4000) as cap:
