@@ -194,6 +194,13 @@ def host_threads(rig):
 
 
 PERF_RECORD = "perf record -e cpu-clock -F 999 -m 2048 -a -o /tmp/bench.perf"
+# perf record's workload: it starts only once perf samples (perf under TCG takes
+# 10-15 s to get there: enabling earlier and a stop during that time records a
+# few milliseconds), says so, and lasts until the bench kills it.
+PERF_ON = "/tmp/bench.perf.on"
+PERF_WORKLOAD = "sleep 86400"
+PERF_CMD = "%s -- sh -c 'touch %s; exec %s'" % (PERF_RECORD, PERF_ON, PERF_WORKLOAD)
+PERF_START_TIMEOUT = 180
 PERF_REPORT = ("perf report -i /tmp/bench.perf --no-children --stdio --sort sym -g none "
                "2>/dev/null | grep -v '^#' | grep -v '^$'")
 PERF_ROW = re.compile(r"^\s*([\d.]+)%\s+\[(.)\]\s+(\S.*?)\s*$")
@@ -450,10 +457,23 @@ class Bench:
         gids = self.configure(mtu, kind)
         case = [c for c in PERFTESTS if c[0] == name]
         for g in self.rig.guests:
-            g.run("rm -f /tmp/bench.perf")
-        perfs = [g.spawn(PERF_RECORD + " 2>/dev/null")
-                 for g in self.rig.guests]
-        time.sleep(2)
+            g.run("rm -f /tmp/bench.perf " + PERF_ON)
+        perfs = [g.spawn(PERF_CMD + " 2>/dev/null") for g in self.rig.guests]
+        t0 = time.time()
+        waiting = list(self.rig.guests)
+        while waiting and time.time() < t0 + PERF_START_TIMEOUT:
+            time.sleep(0.5)
+            waiting = [g for g in waiting if PERF_ON not in g.read_files([PERF_ON])[0]]
+        if waiting:
+            for p in perfs:
+                p.kill()
+                p.wait(30)
+            print("    profile not taken: perf record did not start sampling in %s within "
+                  "%d s" % (", ".join(g.name for g in waiting), PERF_START_TIMEOUT), flush=True)
+            self.status = 1
+            return
+        print("    perf record sampling in both guests after %.0f s" % (time.time() - t0),
+              flush=True)
         h0 = host_threads(self.rig)
         t0 = time.time()
         self.profiling = True
@@ -474,9 +494,10 @@ class Bench:
             d = h1[k] - h0.get(k, 0)
             if d >= 0.05:
                 text.append("  %-4s %-28s %6.2f s (%3.0f%% of the run)" % (k + (d, 100 * d / wall)))
+        for g in self.rig.guests:
+            g.run("pkill -x -f '%s'" % PERF_WORKLOAD)
         for g, p in zip(self.rig.guests, perfs):
-            g.run("pkill -INT -x perf")
-            p.wait(60)
+            p.wait(300)
             rep = g.run(PERF_REPORT, timeout=300)
             text += ["", "%s (%s) %s; perf report --sort sym:" % (
                 g.name, "server" if g is self.srv else "client", PERF_RECORD)] + \
