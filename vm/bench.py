@@ -769,6 +769,7 @@ def chart(summary, path):
 
 
 def main():
+    rigmod.exit_on_sigterm()
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=5, help="default 5 (0: only --profile runs)")

@@ -321,6 +321,7 @@ def parse_params(text):
 
 
 def main():
+    rigmod.exit_on_sigterm()
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=int, default=60, help="length of a run (default 60)")

@@ -949,7 +949,14 @@ def report_console(title, bad):
     return 1 if bad else 0
 
 
+def exit_on_sigterm():
+    """SIGTERM (timeout(1), kill) unwinds like an exception, so that the rig's
+    stop() runs and no QEMU outlives the script that started it."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
 def main():
+    exit_on_sigterm()
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--guests", type=int, default=2)
