@@ -20,6 +20,12 @@ STALLED = ("cd /sys/class/infiniband/sroce0/ports/1 && read -r e < hw_counters/t
            "read -r t < hw_counters/retry && read -r s < state && echo $((e + t)) $s")
 
 
+def _qp_in_rts(g, comm):
+    """Has a QP of a process named comm reached RTS (rdma res show qp)?"""
+    out = g.run("rdma res show qp", timeout=60).out
+    return any("comm %s" % comm in ln and " state RTS " in ln for ln in out.splitlines())
+
+
 def _stalled_and_down(g, before):
     n, state = g.check(STALLED).split(None, 1)
     return int(n) > before and state.strip() == "1: DOWN"
@@ -67,6 +73,10 @@ def test_teardown_under_traffic(rig, how):
         start = _counter(g0, "tx_packets")
         wait_for(lambda: _counter(g0, "tx_packets") > start + 2000, timeout=90,
                  what="traffic on sroce0")
+        # That may be g0's READ responses alone: its writer must be past
+        # perftest's handshake too, or a netdev flap finds no requester on g0.
+        wait_for(lambda: _qp_in_rts(g0, "ib_write_bw"), timeout=90, interval=1,
+                 what="g0's ib_write_bw QP in RTS")
         if how == "link-del":
             g0.check("rdma link del sroce0", timeout=120)
         elif how == "rmmod":
@@ -84,8 +94,15 @@ def test_teardown_under_traffic(rig, how):
                                    timeout=180).split()[0])
             # Up again once the device has seen the netdev go down (its port
             # follows it) and the traffic has run into it.
-            wait_for(lambda: _stalled_and_down(g0, stalled), timeout=30, interval=0.1,
-                     what="sroce0's port DOWN and its traffic failing (tx_err or retry)")
+            try:
+                wait_for(lambda: _stalled_and_down(g0, stalled), timeout=30, interval=0.1,
+                         what="sroce0's port DOWN and its traffic failing (tx_err or retry)")
+            except AssertionError as e:
+                raise AssertionError("%s (before: %d)\n%s" % (e, stalled, g0.run(
+                    STALLED + "; ip -s link show eth0; tc -s qdisc show dev eth0; "
+                    "grep . /sys/class/infiniband/sroce0/ports/1/hw_counters/*; "
+                    "rdma res show qp").out + "\nended: %r" % [
+                        p.poll() for p in procs if p.poll() is not None])) from None
             g0.check("ip link set eth0 up && rdma link del sroce0", timeout=180)
         # The applications on g0 lose their device: its mappings are zapped
         # and IB_EVENT_DEVICE_FATAL is queued, which perftest never reads, so
@@ -102,6 +119,8 @@ def test_teardown_under_traffic(rig, how):
         for p in procs:
             p.kill()
             p.wait(10)
+        if how == "netdev-down":
+            g0.run("ip link set eth0 up", timeout=120)
     _works_again(g0, g1)
 
 
