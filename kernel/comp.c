@@ -197,6 +197,23 @@ static bool sroce_req_outstanding(struct sroce_qp *qp)
 	       sroce_swqe_at(qp, qp->sq.cons)->started;
 }
 
+/*
+ * Is the requester waiting for something the ACK timer must watch: PSNs
+ * sent and not acknowledged, or a fetched WQE held back because the QP's
+ * packets in flight fill its share of the transmit path (sroce_tx_full())?
+ * The second lasts while a device keeps packets it has sent or never will
+ * send (a link that went down with the driver holding its transmit ring):
+ * then nothing is outstanding, no ACK can come, and only the timer can end
+ * the wait, with retry exceeded once the QP's retries are spent, as on a
+ * NIC whose packets do not get out.
+ */
+static bool sroce_req_waiting(struct sroce_qp *qp)
+{
+	return sroce_req_outstanding(qp) ||
+	       (READ_ONCE(qp->tx_stalled) && qp->state == IB_QPS_RTS &&
+		qp->sq.cons != qp->req.fetched);
+}
+
 static void sroce_comp_progress(struct sroce_qp *qp)
 {
 	qp->comp.retry_left = qp->retry_cnt;
@@ -523,7 +540,7 @@ void sroce_retry_timer(struct timer_list *t)
 	spin_lock_bh(&qp->sq_lock);
 	if (qp->dead || qp->type != IB_QPT_RC ||
 	    (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD) ||
-	    !sroce_req_outstanding(qp) || qp->req.paused)
+	    !sroce_req_waiting(qp) || qp->req.paused)
 		goto out;
 	sroce_cnt_inc(qp->sdev, SROCE_CNT_RETRY);
 	if (!qp->comp.retry_left) {

@@ -884,8 +884,15 @@ static bool sroce_req_packet(struct sroce_qp *qp, struct sroce_swqe *wqe)
 	bool rc = qp->type == IB_QPT_RC, ackreq;
 	int st;
 
-	if (qp->req.paused || sroce_tx_full(qp) ||
-	    !sroce_cc_may_send(qp, SROCE_CC_WAIT_REQ))
+	if (qp->req.paused)
+		return false;
+	if (sroce_tx_full(qp)) {
+		/* The ACK timer bounds the wait (sroce_retry_timer()). */
+		if (rc && !timer_pending(&qp->comp.retry_timer))
+			sroce_retry_arm(qp);
+		return false;
+	}
+	if (!sroce_cc_may_send(qp, SROCE_CC_WAIT_REQ))
 		return false;
 	if (!wqe->started) {
 		if (wqe->is_rd && !sroce_req_rd_prefault(qp, wqe))

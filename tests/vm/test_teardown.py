@@ -124,6 +124,44 @@ def test_teardown_under_traffic(rig, how):
     _works_again(g0, g1)
 
 
+def test_rc_send_queue_fails_with_retry_exceeded_while_the_link_stays_down(rig):
+    """g0 writes to g1 and g0's netdev goes down for good: the writer's work
+    requests complete with IBV_WC_RETRY_EXC_ERR once its retries are spent, as
+    on a NIC whose link is gone, instead of waiting for ever. That must hold
+    also when the driver keeps the packets it had sent when the link went (6.1's
+    virtio-net keeps its transmit ring until the link is up again): then
+    nothing is outstanding, the QP holds back because its packets still fill
+    its share of the transmit path, and only the ACK timer can end the wait.
+    Then the link comes up and a fresh device works."""
+    g0, g1 = rig[0], rig[1]
+    gid0, gid1 = [configure(g).gid["ipv4"] for g in (g0, g1)]
+    g0.check("sysctl -qw net.ipv6.conf.eth0.keep_addr_on_down=1")
+    srv = g1.spawn("ib_write_bw -d sroce0 -x %d -F -s 65536 -D 120 -p 18614" % gid1)
+    cli = None
+    try:
+        wait_for(lambda: listening(g1, 18614), timeout=60, what="perftest server listening")
+        # -u 12: an ACK timeout of 16.8 ms; with perftest's 7 retries and sroce's
+        # doubling of the wait after each, about 3 s without progress.
+        cli = g0.spawn("ib_write_bw -d sroce0 -x %d -F -s 65536 -D 120 -u 12 -p 18614 %s"
+                       % (gid0, g1.ip4))
+        start = _counter(g0, "tx_packets")
+        wait_for(lambda: _counter(g0, "tx_packets") > start + 1000, timeout=90,
+                 what="traffic on sroce0")
+        g0.check("ip link set eth0 down", timeout=120)
+        r = cli.wait(60)
+        assert not r.timeout, "the writer did not fail within 60 s of the link going down"
+        assert r.rc != 0, r
+        # perftest: " Failed status 12: wr_id ..." (12: IBV_WC_RETRY_EXC_ERR)
+        assert re.search(r"Failed status 12\b", r.out + r.err), r
+    finally:
+        g0.run("ip link set eth0 up", timeout=120)
+        for p in (cli, srv):
+            if p is not None:
+                p.kill()
+                p.wait(10)
+    _works_again(g0, g1)
+
+
 # g0's RoCE packets (UDP to 4791) go to a band that sends 100 bit/s: they stay
 # in the qdisc, as they would in a transmit ring the device no longer empties.
 # Everything else (perftest's TCP exchange, the guests' own traffic) passes.
