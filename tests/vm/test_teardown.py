@@ -46,6 +46,21 @@ def _works_again(g0, g1):
         unload_all_rdma_links(g)
 
 
+def _write_bw(g0, g1, port, args):
+    """ib_write_bw with args from g0 to a server on g1 (both on sroce0): the
+    server's and the client's Procs, once the client has been started."""
+    gid0, gid1 = [configure(g).gid["ipv4"] for g in (g0, g1)]
+    srv = g1.spawn("ib_write_bw -d sroce0 -x %d %s -p %d" % (gid1, args, port))
+    try:
+        wait_for(lambda: listening(g1, port), timeout=60, what="perftest server listening")
+        return srv, g0.spawn("ib_write_bw -d sroce0 -x %d %s -p %d %s" % (gid0, args, port,
+                                                                        g1.ip4))
+    except BaseException:
+        srv.kill()
+        srv.wait(10)
+        raise
+
+
 @pytest.mark.parametrize("how", ["link-del", "rmmod", "netdev-down"])
 def test_teardown_under_traffic(rig, how):
     """Remove the device (after a netdev flap, or with the module) in the middle of
@@ -134,16 +149,11 @@ def test_rc_send_queue_fails_with_retry_exceeded_while_the_link_stays_down(rig):
     its share of the transmit path, and only the ACK timer can end the wait.
     Then the link comes up and a fresh device works."""
     g0, g1 = rig[0], rig[1]
-    gid0, gid1 = [configure(g).gid["ipv4"] for g in (g0, g1)]
     g0.check("sysctl -qw net.ipv6.conf.eth0.keep_addr_on_down=1")
-    srv = g1.spawn("ib_write_bw -d sroce0 -x %d -F -s 65536 -D 120 -p 18614" % gid1)
-    cli = None
+    # -u 12: an ACK timeout of 16.8 ms; with perftest's 7 retries and sroce's
+    # doubling of the wait after each, about 3 s without progress.
+    srv, cli = _write_bw(g0, g1, 18614, "-F -s 65536 -D 120 -u 12")
     try:
-        wait_for(lambda: listening(g1, 18614), timeout=60, what="perftest server listening")
-        # -u 12: an ACK timeout of 16.8 ms; with perftest's 7 retries and sroce's
-        # doubling of the wait after each, about 3 s without progress.
-        cli = g0.spawn("ib_write_bw -d sroce0 -x %d -F -s 65536 -D 120 -u 12 -p 18614 %s"
-                       % (gid0, g1.ip4))
         start = _counter(g0, "tx_packets")
         wait_for(lambda: _counter(g0, "tx_packets") > start + 1000, timeout=90,
                  what="traffic on sroce0")
@@ -185,16 +195,12 @@ def test_teardown_with_packets_stuck_in_transmit_queue(rig):
     module's removal waits for them, and freeing them afterwards (the module
     gone) is clean (the console check); a fresh device works again."""
     g0, g1 = rig[0], rig[1]
-    gid0, gid1 = [configure(g).gid["ipv4"] for g in (g0, g1)]
     # Held from the start: a busy-polling client leaves a one-CPU guest too
     # little time for tc.
     g0.check(HOLD_ROCE)
-    srv = g1.spawn("ib_write_bw -d sroce0 -x %d -s 65536 -n 1000000 -p 18613" % gid1)
-    cli = None
+    srv = cli = None
     try:
-        wait_for(lambda: listening(g1, 18613), timeout=60, what="perftest server listening")
-        cli = g0.spawn("ib_write_bw -d sroce0 -x %d -s 65536 -n 1000000 -p 18613 %s"
-                       % (gid0, g1.ip4))
+        srv, cli = _write_bw(g0, g1, 18613, "-s 65536 -n 1000000")
         wait_for(lambda: _held(g0) >= 20, timeout=60, what="packets held in eth0's qdisc")
         cli.kill()
         r = cli.wait(30)
