@@ -117,7 +117,7 @@ def test_teardown_under_traffic(rig, how):
                     STALLED + "; ip -s link show eth0; tc -s qdisc show dev eth0; "
                     "grep . /sys/class/infiniband/sroce0/ports/1/hw_counters/*; "
                     "rdma res show qp").out + "\nended: %r" % [
-                        p.poll() for p in procs if p.poll() is not None])) from None
+                        r for r in (p.poll() for p in procs) if r is not None])) from None
             g0.check("ip link set eth0 up && rdma link del sroce0", timeout=180)
         # The applications on g0 lose their device: its mappings are zapped
         # and IB_EVENT_DEVICE_FATAL is queued, which perftest never reads, so
@@ -166,9 +166,8 @@ def test_rc_send_queue_fails_with_retry_exceeded_while_the_link_stays_down(rig):
     finally:
         g0.run("ip link set eth0 up", timeout=120)
         for p in (cli, srv):
-            if p is not None:
-                p.kill()
-                p.wait(10)
+            p.kill()
+            p.wait(10)
     _works_again(g0, g1)
 
 
