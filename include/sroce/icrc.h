@@ -17,9 +17,9 @@
  * the big-endian number of those four bytes, i.e. byte-swapped.
  *
  * The raw register function sroce_crc32_le() (no pre-/post-inversion) is, in
- * the module, the kernel's crc32_le() or the crypto API's crc32, whichever
- * was faster when it loaded (kernel/icrc.c), and a table-driven copy in user
- * space.
+ * the module, the kernel's crc32_le(), sroce_crc32_sparse() or the crypto
+ * API's crc32, whichever was fastest when it loaded (kernel/icrc.c), and a
+ * table-driven copy in user space.
  * Running it from ~0 over the 8 bytes of 0xff gives SROCE_ICRC_SEED =
  * 0xdebb20e3, which is why implementations (rdma_rxe) start from that seed
  * and skip the pseudo LRH.
@@ -35,6 +35,15 @@ SROCE_EXTERN_C_BEGIN
 
 /* Raw reflected CRC-32 register update (== kernel crc32_le()). */
 uint32_t sroce_crc32_le(uint32_t crc, const void *buf, size_t len);
+
+/*
+ * The same register update by reduction modulo a sparse multiple of the
+ * polynomial (wire.c): shifts and XORs for all but the last 21 to 28 bytes,
+ * which go to the table-driven CRC. Buffers shorter than
+ * SROCE_CRC32_SPARSE_MIN go to it whole.
+ */
+#define SROCE_CRC32_SPARSE_MIN	64
+uint32_t sroce_crc32_sparse(uint32_t crc, const void *buf, size_t len);
 
 /* Standard CRC-32 of a buffer ("123456789" -> 0xcbf43926). */
 static inline uint32_t sroce_crc32(const void *buf, size_t len)

@@ -4,7 +4,7 @@
  * kernel module or into user space (unit tests, fuzzer, tools).
  *
  * Everything under include/sroce/ uses only the fixed-width types
- * (uint8_t .. uint64_t), size_t and bool, plus the big-endian helpers below,
+ * (uint8_t .. uint64_t), size_t and bool, plus the byte-order helpers below,
  * so the same source compiles as C11 (gcc/clang), as C++20, and inside the
  * kernel (gnu11, where <linux/types.h> provides all of these names).
  */
@@ -31,9 +31,10 @@
 #endif
 
 /*
- * Explicit byte-by-byte big-endian (network order) loads and stores. They
- * need no alignment and no host byte order knowledge; gcc and clang fold
- * them into a single load/store plus bswap.
+ * Explicit byte-by-byte big-endian (network order) loads and stores, and
+ * the little-endian ones the CRC-32 needs. They need no alignment and no
+ * host byte order knowledge; gcc and clang fold them into a single
+ * load/store (plus bswap where the orders differ).
  */
 static inline uint16_t sroce_get_be16(const uint8_t *p)
 {
@@ -60,6 +61,11 @@ static inline uint32_t sroce_get_le32(const uint8_t *p)
 {
 	return ((uint32_t)p[3] << 24) | ((uint32_t)p[2] << 16) |
 	       ((uint32_t)p[1] << 8) | p[0];
+}
+
+static inline uint64_t sroce_get_le64(const uint8_t *p)
+{
+	return ((uint64_t)sroce_get_le32(p + 4) << 32) | sroce_get_le32(p);
 }
 
 static inline void sroce_put_be16(uint8_t *p, uint16_t v)
