@@ -798,8 +798,9 @@ def main():
                          "memory corruption under the bench's load; slows allocations)")
     ap.add_argument("--pclmul", action="store_true",
                     help="let rdma_rxe compute its ICRC with crc32-pclmul (by default the "
-                         "guests blacklist it and rdma_rxe uses the generic CRC-32, as sroce "
-                         "does: under TCG the kernel FPU it needs costs more than it saves)")
+                         "guests blacklist it and rdma_rxe uses the generic, table-driven "
+                         "CRC-32: under TCG the emulated carry-less multiply costs more than "
+                         "it saves; sroce times its choices at load either way)")
     ap.add_argument("--wire-priority", action="store_true",
                     help="for latency studies only: give each guest's QEMU main thread "
                          "(which moves the frames: the NIC and the wire) SCHED_FIFO, so that "
