@@ -95,6 +95,7 @@ static const char *const sroce_cnt_fixed_names[SROCE_CNT_DROP_BASE] = {
 	[SROCE_CNT_DUP_REQ]	= "dup_req",
 	[SROCE_CNT_ACK_COALESCED] = "ack_coalesced",
 	[SROCE_CNT_ACKREQ_SKIPPED] = "ackreq_skipped",
+	[SROCE_CNT_FETCH_BY_TIMER] = "fetch_by_timer",
 	[SROCE_CNT_RX_STALE]	= "rx_stale",
 	[SROCE_CNT_DROP_PEER]	= "rx_drop_peer",
 	[SROCE_CNT_DROP_PKEY]	= "rx_drop_pkey",

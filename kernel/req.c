@@ -933,8 +933,11 @@ static bool sroce_req_packet(struct sroce_qp *qp, struct sroce_swqe *wqe)
  * a system call per work request whenever it posts faster than messages
  * go out (one 4 KiB WRITE per doorbell otherwise). fetch_timer bounds the
  * wait when no response comes (a lost ACK, or no ACK timeout at all): its
- * run goes idle for real. Kernel QPs post without a system call and go
- * idle at once.
+ * run goes idle for real. So does a doorbell's run (sroce_post_send()):
+ * the requester was idle, so the responses due, if any, are those of what
+ * this run sent, a round trip away, and the poster is likely to post more
+ * right behind; it rings for each until responses flow. Kernel QPs post
+ * without a system call and go idle at once.
  */
 static bool sroce_req_defer_fetch(struct sroce_qp *qp)
 {
@@ -954,9 +957,13 @@ void sroce_req_fetch_timer(struct timer_list *t)
 
 	spin_lock_bh(&qp->sq_lock);
 	if (qp->req.fetch_deferred && !qp->dead) {
+		u32 fetched = qp->req.fetched;
+
 		qp->req.no_defer = true;
 		sroce_req_run_locked(qp, SROCE_REQ_BUDGET);
 		qp->req.no_defer = false;
+		if (qp->req.fetched != fetched)
+			sroce_cnt_inc(qp->sdev, SROCE_CNT_FETCH_BY_TIMER);
 	}
 	spin_unlock_bh(&qp->sq_lock);
 }
@@ -1120,6 +1127,11 @@ int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		sroce_qp_error(qp);
 		return 0;
 	}
-	sroce_req_kick(qp);
+	/* Idle for real when this run is out of WQEs: sroce_req_defer_fetch() */
+	spin_lock_bh(&qp->sq_lock);
+	qp->req.no_defer = true;
+	sroce_req_run_locked(qp, SROCE_REQ_BUDGET);
+	qp->req.no_defer = false;
+	spin_unlock_bh(&qp->sq_lock);
 	return 0;
 }

@@ -146,6 +146,7 @@ enum sroce_cnt {
 	SROCE_CNT_DUP_REQ,	/* responder: duplicate requests */
 	SROCE_CNT_ACK_COALESCED, /* responder: ACKs a later one covered */
 	SROCE_CNT_ACKREQ_SKIPPED, /* requester: message ends a WQE followed */
+	SROCE_CNT_FETCH_BY_TIMER, /* requester: fetch_timer found posted WQEs */
 	SROCE_CNT_RX_STALE,	/* valid but unexpected (stale, wrong state) */
 	SROCE_CNT_DROP_PEER,	/* RC/UC: IP addresses are not the QP's path */
 	SROCE_CNT_DROP_PKEY,	/* BTH P_Key does not match the QP's */
@@ -589,7 +590,7 @@ struct sroce_req_info {
 	bool			paused;		/* RNR NAK or full tx queue: wait for rnr_timer */
 	bool			tx_holding;	/* transmit refused since tx_hold_since */
 	bool			fetch_deferred;	/* idle, sq_idle 0: responses due */
-	bool			no_defer;	/* fetch_timer's run: go idle for real */
+	bool			no_defer;	/* fetch_timer, doorbell: go idle for real */
 	bool			ack_owed;	/* no AckReq since a skipped one */
 	unsigned long		tx_hold_since;	/* jiffies */
 	struct work_struct	work;		/* runs beyond a context's budget */

@@ -485,10 +485,15 @@ def test_m_posts_go_out_while_no_ack_comes(net, victims):
     response before it looks at the ring again (no doorbell system call while
     responses are due) must not wait for one that never comes. Five SENDs
     posted one at a time, three of them back to back: guest 1 sees five SEND
-    packets of five consecutive PSNs, none twice, and none completes."""
+    packets of five consecutive PSNs, none twice, and none completes. Each
+    of the three left through its own doorbell, none through the fetch timer
+    (fetch_by_timer does not grow): the requester was idle when the first
+    was posted, so the second must not wait behind it for a response (a
+    round trip on a live link) or the timer's tick."""
     g0, g1, _, _ = net
     c = Checks("posts while no ACK comes")
     g0.check("ping -c 1 -W 5 %s" % g1.ip4)
+    before = counters(g0)
     with Capture(g1, bpf="udp dst port 4791", count=1000) as cap:
         v = start(victims, g0, "m", "rc", g1.ip4,
                   ["send 1", "sleep 300", "send 1", "sleep 300", "send 3", "poll 1500",
@@ -503,6 +508,9 @@ def test_m_posts_go_out_while_no_ack_comes(net, victims):
              "SEND packets of PSNs %s, want one each of %s" % (psns, want))
     c.expect(not completions(out), "a SEND nobody acknowledged completed: %s" % completions(out))
     c.expect(states(out) == ["RTS"], "QP state afterwards: %s, not RTS" % states(out))
+    c.expect("fetch_by_timer" in before, "no fetch_by_timer counter: %s" % sorted(before))
+    by_timer = grew(before, counters(g0), "fetch_by_timer")
+    c.expect(by_timer == 0, "%d fetch timer runs found SENDs posted behind a doorbell" % by_timer)
     c.done()
 
 
