@@ -951,6 +951,14 @@ static bool sroce_req_defer_fetch(struct sroce_qp *qp)
 	return true;
 }
 
+/* Run the requester (sq_lock held); out of WQEs, it goes idle for real. */
+static void sroce_req_run_no_defer_locked(struct sroce_qp *qp)
+{
+	qp->req.no_defer = true;
+	sroce_req_run_locked(qp, SROCE_REQ_BUDGET);
+	qp->req.no_defer = false;
+}
+
 void sroce_req_fetch_timer(struct timer_list *t)
 {
 	struct sroce_qp *qp = from_timer(qp, t, req.fetch_timer);
@@ -959,9 +967,7 @@ void sroce_req_fetch_timer(struct timer_list *t)
 	if (qp->req.fetch_deferred && !qp->dead) {
 		u32 fetched = qp->req.fetched;
 
-		qp->req.no_defer = true;
-		sroce_req_run_locked(qp, SROCE_REQ_BUDGET);
-		qp->req.no_defer = false;
+		sroce_req_run_no_defer_locked(qp);
 		if (qp->req.fetched != fetched)
 			sroce_cnt_inc(qp->sdev, SROCE_CNT_FETCH_BY_TIMER);
 	}
@@ -1129,9 +1135,7 @@ int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	}
 	/* Idle for real when this run is out of WQEs: sroce_req_defer_fetch() */
 	spin_lock_bh(&qp->sq_lock);
-	qp->req.no_defer = true;
-	sroce_req_run_locked(qp, SROCE_REQ_BUDGET);
-	qp->req.no_defer = false;
+	sroce_req_run_no_defer_locked(qp);
 	spin_unlock_bh(&qp->sq_lock);
 	return 0;
 }
