@@ -8,7 +8,8 @@ marks CE above --ce (tests/vm/bottleneck.py); guest 1 sends two ib_write_bw
 flows of 64 KiB WRITEs to the namespace's sroce device, staggered: flow A runs
 alone for the first third of --seconds, A and B together for the second, B
 alone for the last. The sender runs the rig's DCQCN parameters
-(Documentation/congestion.rst); the run repeats with rp_enable 0.
+(Documentation/congestion.rst) and the flows an ACK timeout above the longest
+the queue holds a packet (--qp-timeout); the run repeats with rp_enable 0.
 
 Sampled every --interval seconds inside the guests: each QP's transmitted bytes
 and its limiter's current rate (rdma resource show qp -dd, guest 1) and the
@@ -156,7 +157,7 @@ class CcBench:
         a, g0, g1, dev = self.a, self.router, self.sender, self.tx.dev
         bn.set_params(g1, dev, {"rp_enable": 1 if mode == "on" else 0})
         third = a.seconds / 3.0
-        flags = "-s 65536 -D %d" % round(2 * third)
+        flags = "-s 65536 -D %d -u %d" % (round(2 * third), a.qp_timeout)
         servers = [g0.spawn("ip netns exec cc ib_write_bw -d sroce_cc -i 1 -x %d -F %s -p %d"
                             % (self.rx_gid, flags, p)) for p in PORTS]
         guestrdma.wait_for(lambda: all(g0.run("ip netns exec cc ss -Hltn 'sport = :%d' | "
@@ -329,6 +330,9 @@ def main():
     ap.add_argument("--modes", default="on,off", help="DCQCN on, off (default both)")
     ap.add_argument("--mbit", type=int, default=bn.MBIT, help="bottleneck rate")
     ap.add_argument("--ce", default=bn.CE_THRESHOLD, help="CoDel ce_threshold")
+    ap.add_argument("--qp-timeout", type=int, default=bn.QP_TIMEOUT,
+                    help="the flows' ACK timeout, perftest -u (default %d; "
+                         "perftest's own: 14)" % bn.QP_TIMEOUT)
     ap.add_argument("--interval", type=float, default=0.5, help="sampling interval, s")
     ap.add_argument("--set", default="", help="more sender parameters, k=v,...")
     ap.add_argument("--np-set", default="", help="more receiver parameters, k=v,...")
@@ -343,9 +347,9 @@ def main():
     t0 = time.time()
     with rig:
         print("bench-cc: 2 guests of %s (%s) up in %.1f s; bottleneck %d Mbit/s, CoDel "
-              "ce_threshold %s; %d s runs" % (rig.kver, "kvm" if rig.kvm else "tcg",
-                                              rig.boot_seconds, a.mbit, a.ce, a.seconds),
-              flush=True)
+              "ce_threshold %s; %d s runs, ACK timeout -u %d"
+              % (rig.kver, "kvm" if rig.kvm else "tcg", rig.boot_seconds, a.mbit, a.ce,
+                 a.seconds, a.qp_timeout), flush=True)
         b = CcBench(rig, a)
         b.run()
         bad = rig.console_problems()
@@ -359,6 +363,7 @@ def main():
     print("%.0f s" % (time.time() - t0))
     with open(os.path.join(a.out, "congestion.json"), "w") as f:
         json.dump({"kver": rig.kver, "mbit": a.mbit, "ce_threshold": a.ce,
+                   "qp_timeout": a.qp_timeout,
                    "seconds": a.seconds, "params": dict(bn.RIG_RP, **a.set),
                    "np_params": dict(bn.RIG_NP, **a.np_set), "summary": rows, "runs": b.runs}, f, indent=1)
         f.write("\n")

@@ -31,6 +31,15 @@ RIG_RP = {"rp_max_rate": 100, "rp_dce_tcp_rtt": 4000, "rp_rate_reduce_monitor_pe
 RIG_NP = {"np_min_time_between_cnps": 16000}
 MBIT = 30
 CE_THRESHOLD = "3ms"
+# The flows' local ACK timeout (perftest -u: 4.096 us * 2^17, 537 ms), above
+# the longest the bottleneck holds a packet (1000 packets at 30 Mbit/s, about
+# 290 ms): as on any link, the timeout must exceed the worst queueing delay.
+# With perftest's default (14: 67 ms) the queue DCQCN keeps (0.2-0.8 MB,
+# 50-200 ms) made the requesters time out and go back N, re-sending packets
+# still queued, until the queue overflowed: test_congestion's two flows on a
+# host with one core busy elsewhere, 6 runs, dropped 204..3855 packets after
+# 67..234 retries; with 17 they dropped 0, 0, 0, 0, 0 and 2 and never retried.
+QP_TIMEOUT = 17
 RX_ADDR = "10.98.0.2"
 
 ROUTER = """

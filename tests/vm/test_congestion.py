@@ -30,15 +30,6 @@ from guestrdma import (Capture, client_server, configure, console_guard, gid_ind
 from pairs import Pair, unconfigure
 
 TIMEOUT = 240
-# The bottleneck flows' local ACK timeout (perftest -u: 4.096 us * 2^17, 537 ms),
-# above the longest the bottleneck holds a packet (1000 packets at 30 Mbit/s,
-# about 290 ms), as on any link the timeout must exceed the worst queueing
-# delay. With perftest's default (14: 67 ms) the queue DCQCN keeps (0.2-0.8 MB,
-# 50-200 ms) made the requesters time out and go back N, re-sending packets
-# still queued, until the queue overflowed: on a host with one core busy
-# elsewhere, 6 runs dropped 204..3855 packets after 67..234 retries; with 17,
-# 6 runs dropped 0, 0, 0, 0, 0 and 2 and retried never.
-QP_TIMEOUT = 17
 
 
 def ib_write_bw(side, gid, extra="", host=""):
@@ -260,7 +251,7 @@ def two_flows(pair, rx_gid, seconds=22, window=10, wait=TIMEOUT, read=False):
     guest 1 and the bottleneck's qdisc stats."""
     srv, cli = pair.server, pair.client
     ports = (18601, 18602)
-    sflags = "-s 65536 -D %d -u %d -p %%d" % (seconds, QP_TIMEOUT)
+    sflags = "-s 65536 -D %d -u %d -p %%d" % (seconds, bn.QP_TIMEOUT)
     ns = "ip netns exec cc "
     inside = ns + "ib_%s_bw -d sroce_cc -i 1 -x %d -F %s" % ("read" if read else "write",
                                                             rx_gid, sflags)
@@ -297,10 +288,10 @@ def _qstats(text):
 def drops_allowed(d):
     """Drops at the bottleneck that a run with DCQCN may show: 1 % of the
     packets guest 1 sent (d: its counter deltas). DCQCN without PFC promises
-    no lossless link; with QP_TIMEOUT a run drops none or a few (2 of 76 693
+    no lossless link; with bn.QP_TIMEOUT a run drops none or a few (2 of 76 693
     on a host with a core busy elsewhere), where the same flows without it
     drop a good part of what they send (test_without_dcqcn_the_bottleneck_drops
-    asks for more than this). Before QP_TIMEOUT, runs with 67 ms ACK timeouts
+    asks for more than this). Before bn.QP_TIMEOUT, runs with 67 ms ACK timeouts
     dropped 97 of 73 522 and 1692 of 75 474 in CI."""
     return max(d["tx_packets"], 1) // 100
 
