@@ -330,9 +330,9 @@ def main():
     ap.add_argument("--modes", default="on,off", help="DCQCN on, off (default both)")
     ap.add_argument("--mbit", type=int, default=bn.MBIT, help="bottleneck rate")
     ap.add_argument("--ce", default=bn.CE_THRESHOLD, help="CoDel ce_threshold")
-    ap.add_argument("--qp-timeout", type=int, default=bn.QP_TIMEOUT,
-                    help="the flows' ACK timeout, perftest -u (default %d; "
-                         "perftest's own: 14)" % bn.QP_TIMEOUT)
+    ap.add_argument("--qp-timeout", type=int,
+                    help="the flows' ACK timeout, perftest -u (default: above the full "
+                         "queue's delay at --mbit, 17 at 30; perftest's own: 14)")
     ap.add_argument("--interval", type=float, default=0.5, help="sampling interval, s")
     ap.add_argument("--set", default="", help="more sender parameters, k=v,...")
     ap.add_argument("--np-set", default="", help="more receiver parameters, k=v,...")
@@ -340,6 +340,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(rigmod.BUILD, "bench"))
     a = ap.parse_args()
     a.modes = [m for m in a.modes.split(",") if m]
+    if a.qp_timeout is None:
+        a.qp_timeout = bn.qp_timeout(a.mbit)
     a.set = parse_params(a.set)
     a.np_set = parse_params(a.np_set)
     os.makedirs(a.out, exist_ok=True)

@@ -31,16 +31,27 @@ RIG_RP = {"rp_max_rate": 100, "rp_dce_tcp_rtt": 4000, "rp_rate_reduce_monitor_pe
 RIG_NP = {"np_min_time_between_cnps": 16000}
 MBIT = 30
 CE_THRESHOLD = "3ms"
-# The flows' local ACK timeout (perftest -u: 4.096 us * 2^17, 537 ms), above
-# the longest the bottleneck holds a packet (1000 packets at 30 Mbit/s, about
-# 290 ms): as on any link, the timeout must exceed the worst queueing delay.
-# With perftest's default (14: 67 ms) the queue DCQCN keeps (0.2-0.8 MB,
-# 50-200 ms) made the requesters time out and go back N, re-sending packets
-# still queued, until the queue overflowed: test_congestion's two flows on a
-# host with one core busy elsewhere, 6 runs, dropped 204..3855 packets after
-# 67..234 retries; with 17 they dropped 0, 0, 0, 0, 0 and 2 and never retried.
-QP_TIMEOUT = 17
+QUEUE_PACKETS = 1000    # the CoDel queue's limit
+FRAME_BYTES = 1100      # a full data frame at RoCE MTU 1024 (the rig's MTU 1500)
 RX_ADDR = "10.98.0.2"
+
+
+def qp_timeout(mbit=MBIT):
+    """The flows' local ACK timeout (perftest -u: 4.096 us * 2^t): the smallest
+    t, not below perftest's 14, whose timeout exceeds the longest the full
+    queue holds a packet at mbit (17, 537 ms, against 290 ms at 30 Mbit/s): as
+    on any link, the timeout must exceed the worst queueing delay. With
+    perftest's default (14: 67 ms) the queue DCQCN keeps (0.2-0.8 MB, 50-200 ms)
+    made the requesters time out and go back N, re-sending packets still
+    queued, until the queue overflowed: test_congestion's two flows on a host
+    with one core busy elsewhere, 6 runs, dropped 204..3855 packets after
+    67..234 retries; with 17 they dropped 0, 0, 0, 0, 0 and 2 and never retried."""
+    full_us = QUEUE_PACKETS * FRAME_BYTES * 8 / mbit
+    t = 14
+    while 4.096 * 2 ** t <= full_us:
+        t += 1
+    return t
+
 
 ROUTER = """
 set -e
@@ -57,7 +68,7 @@ ip netns exec cc ip route add default via 10.98.0.1
 sysctl -qw net.ipv4.ip_forward=1
 tc qdisc add dev vcc0 root handle 1: htb default 1 r2q 100
 tc class add dev vcc0 parent 1: classid 1:1 htb rate {mbit}mbit ceil {mbit}mbit burst 30k cburst 30k
-tc qdisc add dev vcc0 parent 1:1 handle 10: codel limit 1000 target 20ms interval 200ms ecn ce_threshold {ce}
+tc qdisc add dev vcc0 parent 1:1 handle 10: codel limit {limit} target 20ms interval 200ms ecn ce_threshold {ce}
 ip netns exec cc rdma link add sroce_cc type sroce netdev vcc1
 """
 
@@ -92,7 +103,7 @@ def ns_gid(g):
 def build(router, sender, sender_dev, mbit=MBIT, ce=CE_THRESHOLD):
     """The bottleneck in guest router, routed to from guest sender; the rig's
     parameters on both ends. Returns sroce_cc's GID index."""
-    router.check(ROUTER.format(mbit=mbit, ce=ce, rx=RX_ADDR))
+    router.check(ROUTER.format(mbit=mbit, ce=ce, rx=RX_ADDR, limit=QUEUE_PACKETS))
     sender.check("ip route add 10.98.0.0/24 via %s" % router.ip4)
     rx = wait_for(lambda: ns_gid(router), timeout=30, what="GID in namespace cc")
     set_params(router, "sroce_cc", RIG_NP)

@@ -251,7 +251,7 @@ def two_flows(pair, rx_gid, seconds=22, window=10, wait=TIMEOUT, read=False):
     guest 1 and the bottleneck's qdisc stats."""
     srv, cli = pair.server, pair.client
     ports = (18601, 18602)
-    sflags = "-s 65536 -D %d -u %d -p %%d" % (seconds, bn.QP_TIMEOUT)
+    sflags = "-s 65536 -D %d -u %d -p %%d" % (seconds, bn.qp_timeout())
     ns = "ip netns exec cc "
     inside = ns + "ib_%s_bw -d sroce_cc -i 1 -x %d -F %s" % ("read" if read else "write",
                                                             rx_gid, sflags)
@@ -288,10 +288,10 @@ def _qstats(text):
 def drops_allowed(d):
     """Drops at the bottleneck that a run with DCQCN may show: 1 % of the
     packets guest 1 sent (d: its counter deltas). DCQCN without PFC promises
-    no lossless link; with bn.QP_TIMEOUT a run drops none or a few (2 of 76 693
+    no lossless link; with bn.qp_timeout() a run drops none or a few (2 of 76 693
     on a host with a core busy elsewhere), where the same flows without it
     drop a good part of what they send (test_without_dcqcn_the_bottleneck_drops
-    asks for more than this). Before bn.QP_TIMEOUT, runs with 67 ms ACK timeouts
+    asks for more than this). Before bn.qp_timeout(), runs with 67 ms ACK timeouts
     dropped 97 of 73 522 and 1692 of 75 474 in CI."""
     return max(d["tx_packets"], 1) // 100
 
