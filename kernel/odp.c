@@ -20,10 +20,15 @@
  *   a tick). The region's work item faults the ranges in with
  *   hmm_range_fault() on the registering process's mm and enters the pages
  *   only if no invalidation ran meanwhile (mmu_interval_read_retry() under
- *   mr->lock). A page that cannot be faulted (no mapping, no permission)
- *   becomes a "failed" entry: the next access to it fails (a protection or
- *   remote access error, as for a pinned region's range error) and removes
- *   the entry, so a later mapping at that address is faulted in again.
+ *   mr->lock); what it allocates is charged to the memory cgroup of the
+ *   process that registered the region. The page an access waits for
+ *   becomes a "failed" entry if it cannot be faulted (no mapping, no
+ *   permission): the next access to it fails (a protection or remote access
+ *   error, as for a pinned region's range error) and removes the entry, so
+ *   a later mapping at that address is faulted in again. Other pages that
+ *   cannot be faulted (the rest of a request's range, a prefetch) leave no
+ *   entry: a failed fault costs no memory beyond the page an access waits
+ *   for.
  *
  * - Invalidation. The mmu interval notifier covers the region's range (all
  *   of user space for an implicit region). Its callback bumps the sequence
@@ -41,6 +46,7 @@
 
 #include <linux/hmm.h>
 #include <linux/highmem.h>
+#include <linux/memcontrol.h>
 #include <linux/mm.h>
 #include <linux/mmu_notifier.h>
 #include <linux/sched/mm.h>
@@ -174,11 +180,11 @@ static void sroce_odp_mark_failed(struct sroce_odp *odp, unsigned long idx)
 /*
  * Map pages [first, first + n) (n <= SROCE_ODP_CHUNK), faulting them in if
  * @fault. Sleeps. Return 0 or -errno (-EFAULT, -EPERM: some page cannot be
- * mapped; nothing was entered then, and a single page that cannot be
- * faulted in is marked failed).
+ * mapped; nothing was entered then, and with @mark a single page that
+ * cannot be faulted in is marked failed).
  */
 static int sroce_odp_map_chunk(struct sroce_mr *mr, unsigned long first,
-			       unsigned long n, bool fault)
+			       unsigned long n, bool fault, bool mark)
 {
 	struct sroce_odp *odp = mr->odp;
 	struct mm_struct *mm = odp->notifier.mm;
@@ -232,7 +238,7 @@ static int sroce_odp_map_chunk(struct sroce_mr *mr, unsigned long first,
 out_release:
 	spin_lock_irq(&mr->lock);
 	/* Into its reserved slot: this store allocates nothing. */
-	if (fault && n == 1 && (err == -EFAULT || err == -EPERM))
+	if (mark && fault && n == 1 && (err == -EFAULT || err == -EPERM))
 		sroce_odp_mark_failed(odp, first);
 	/* Reservations that did not become entries (only reserved slots go). */
 	for (i = 0; i < n; i++)
@@ -243,26 +249,33 @@ out_release:
 }
 
 /*
- * Map pages [first, last] of @mr, in chunks; with @fault a page that cannot
- * be faulted in is marked failed (and the rest still mapped). Sleeps.
- * Return 0, or the first error.
+ * Map pages [first, last] of @mr, in chunks, faulting them in if @fault:
+ * the pages that can be mapped are, and page @need, if it cannot be, is
+ * marked failed. Sleeps; stops early when the region is being deregistered
+ * or the calling process is killed (-EINTR). Return 0, or the first error.
  */
 static int sroce_odp_map(struct sroce_mr *mr, unsigned long first,
-			 unsigned long last, bool fault)
+			 unsigned long last, bool fault, unsigned long need)
 {
 	int ret = 0;
 
 	while (first <= last) {
 		unsigned long n = min(last - first + 1,
 				      (unsigned long)SROCE_ODP_CHUNK);
-		int err = sroce_odp_map_chunk(mr, first, n, fault);
+		int err;
+
+		if (READ_ONCE(mr->odp->dead) || fatal_signal_pending(current))
+			return ret ?: -EINTR;
+		err = sroce_odp_map_chunk(mr, first, n, fault,
+					  n == 1 && first == need);
 
 		if ((err == -EFAULT || err == -EPERM) && fault && n > 1) {
-			/* Find the pages at fault one by one (they get marked). */
+			/* Map the others one by one; @need gets marked. */
 			unsigned long i;
 
 			for (i = 0; i < n; i++)
-				sroce_odp_map_chunk(mr, first + i, 1, true);
+				sroce_odp_map_chunk(mr, first + i, 1, true,
+						    first + i == need);
 		}
 		if (err && !ret)
 			ret = err;
@@ -280,6 +293,8 @@ static void sroce_odp_work(struct work_struct *work)
 {
 	struct sroce_odp *odp = container_of(work, struct sroce_odp, work);
 	struct sroce_mr *mr = odp->mr;
+	/* A worker of no process's: charge the table to the region's owner. */
+	struct mem_cgroup *old = set_active_memcg(odp->memcg);
 
 	for (;;) {
 		struct sroce_odp_range r;
@@ -287,7 +302,7 @@ static void sroce_odp_work(struct work_struct *work)
 		spin_lock_irq(&mr->lock);
 		if (odp->dead || !odp->nqueued) {
 			spin_unlock_irq(&mr->lock);
-			return;
+			break;
 		}
 		r = odp->queue[0];
 		odp->nqueued--;
@@ -295,14 +310,18 @@ static void sroce_odp_work(struct work_struct *work)
 			odp->nqueued * sizeof(odp->queue[0]));
 		spin_unlock_irq(&mr->lock);
 
-		sroce_odp_map(mr, r.first, r.last, true);
+		sroce_odp_map(mr, r.first, r.last, true, r.need);
 		cond_resched();
 	}
+	set_active_memcg(old);
 }
 
-/* Ask the work item to fault in pages [first, last]. mr->lock held. */
+/*
+ * Ask the work item to fault in pages [first, last], for an access that
+ * waits for page @need (SROCE_ODP_NO_NEED: a prefetch). mr->lock held.
+ */
 static void sroce_odp_queue_locked(struct sroce_mr *mr, unsigned long first,
-				   unsigned long last)
+				   unsigned long last, unsigned long need)
 {
 	struct sroce_odp *odp = mr->odp;
 	unsigned int i;
@@ -310,12 +329,13 @@ static void sroce_odp_queue_locked(struct sroce_mr *mr, unsigned long first,
 	if (odp->dead)
 		return;
 	for (i = 0; i < odp->nqueued; i++)
-		if (odp->queue[i].first <= first && last <= odp->queue[i].last)
+		if (odp->queue[i].first <= first && last <= odp->queue[i].last &&
+		    (need == SROCE_ODP_NO_NEED || odp->queue[i].need == need))
 			return;		/* asked already */
 	/* A full queue drops the request: the access asks again. */
 	if (odp->nqueued < SROCE_ODP_QUEUE)
 		odp->queue[odp->nqueued++] = (struct sroce_odp_range) {
-			.first = first, .last = last,
+			.first = first, .last = last, .need = need,
 		};
 	queue_work(system_unbound_wq, &odp->work);
 }
@@ -349,7 +369,8 @@ int sroce_odp_walk(struct sroce_mr *mr, u64 va, u64 len, sroce_mr_page_fn fn,
 
 		if (!entry) {
 			sroce_odp_queue_locked(mr, idx,
-					       min(last, idx + SROCE_ODP_MAX_REQ - 1));
+					       min(last, idx + SROCE_ODP_MAX_REQ - 1),
+					       idx);
 			sroce_cnt_inc(odp->sdev, SROCE_CNT_ODP_WAIT);
 			return -EAGAIN;
 		}
@@ -412,6 +433,7 @@ int sroce_odp_init(struct sroce_mr *mr, u64 start, bool implicit)
 		kfree(odp);
 		return err;
 	}
+	odp->memcg = get_mem_cgroup_from_mm(current->mm);
 	atomic_inc(&mr->pd->odp_mrs);
 	return 0;
 }
@@ -430,6 +452,7 @@ void sroce_odp_fini(struct sroce_mr *mr)
 	sroce_odp_drop(mr, 0, odp->last, false, 0);
 	mmu_interval_notifier_remove(&odp->notifier);
 	xa_destroy(&odp->pages);
+	mem_cgroup_put(odp->memcg);
 	kfree(odp);
 	mr->odp = NULL;
 	atomic_dec(&mr->pd->odp_mrs);
@@ -472,10 +495,10 @@ static int sroce_odp_advise_sge(struct sroce_dev *sdev, struct sroce_pd *pd,
 		goto out;
 	}
 	if (sync || !fault) {
-		err = sroce_odp_map(mr, first, last, fault);
+		err = sroce_odp_map(mr, first, last, fault, SROCE_ODP_NO_NEED);
 	} else {
 		spin_lock_irqsave(&mr->lock, flags);
-		sroce_odp_queue_locked(mr, first, last);
+		sroce_odp_queue_locked(mr, first, last, SROCE_ODP_NO_NEED);
 		spin_unlock_irqrestore(&mr->lock, flags);
 	}
 out:

@@ -293,11 +293,18 @@ enum sroce_mr_type {
 
 #define SROCE_ODP_QUEUE		8	/* fault requests a region queues */
 
-/* Pages [first, last] of the user address space. */
+/*
+ * Pages [first, last] of the user address space; need: the page an access
+ * waits for (marked failed if it cannot be mapped), SROCE_ODP_NO_NEED for
+ * a prefetch.
+ */
 struct sroce_odp_range {
 	unsigned long		first;
 	unsigned long		last;
+	unsigned long		need;
 };
+
+#define SROCE_ODP_NO_NEED	ULONG_MAX
 
 /*
  * On-demand paging state of an ODP region (odp.c): the table of mapped
@@ -310,6 +317,7 @@ struct sroce_odp {
 	struct sroce_dev	*sdev;
 	struct xarray		pages;		/* page index -> page, or failed */
 	struct work_struct	work;		/* faults the queued ranges */
+	struct mem_cgroup	*memcg;		/* the registering process's */
 	struct sroce_odp_range	queue[SROCE_ODP_QUEUE];
 	unsigned int		nqueued;
 	bool			dead;		/* deregistering: no more faults */

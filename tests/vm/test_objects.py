@@ -141,7 +141,7 @@ BREADTH_CHECKS = (
     "odp_atomic_fetch_add", "odp_invalidation_follows_new_mapping",
     "odp_write_to_unmapped_range_fails", "odp_prefetch_maps_pages", "odp_prefetch_no_fault",
     "odp_advise_refused_outside_odp", "odp_dereg", "odp_implicit_reg",
-    "odp_implicit_write_anywhere", "odp_implicit_dereg", "odp_rereg_translation",
+    "odp_implicit_write_anywhere", "odp_prefetch_unmapped_leaves_nothing", "odp_implicit_dereg", "odp_rereg_translation",
     "odp_rereg_dereg", "xrc_srq_numbers", "xrc_send_to_two_srqs", "xrc_rdma_and_atomics",
     "xrc_no_queues_where_none", "xrc_shared_domain_open_qp", "xrc_wr_set_xrc_srqn",
     "xrc_key_of_other_pd_refused", "xrc_unknown_srq_refused", "xrc_srq_of_other_domain_refused",
@@ -162,7 +162,8 @@ def test_verbs_breadth(g0):
     imported by handle, carries an RDMA WRITE; on-demand paging regions over untouched
     memory take WRITEs, READs (both ways), SENDs and atomics (pages faulted in, counted),
     follow a new mapping at the same address after an invalidation, refuse an unmapped
-    range, prefetch with advise_mr (then no access waits), and an implicit region writes
+    range, prefetch with advise_mr (then no access waits; a prefetch of memory that cannot be
+    mapped fails and leaves no table entries behind), and an implicit region writes
     anywhere. Every message is checked byte by byte."""
     r = g0.run("timeout -s KILL 150 %s/sroce-objects-test sroce0 breadth" % TOOLS,
                timeout=180)

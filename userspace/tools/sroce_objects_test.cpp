@@ -2648,6 +2648,26 @@ long long hw_counter(Env &e, const char *name)
 	return v;
 }
 
+/* Objects in use in a slab cache (/proc/slabinfo, root only), or -1. */
+long long slab_objects(const char *cache)
+{
+	FILE *f = std::fopen("/proc/slabinfo", "r");
+	long long v = -1;
+	char line[512], name[64];
+	long long active;
+
+	if (!f)
+		return -1;
+	while (std::fgets(line, sizeof(line), f))
+		if (std::sscanf(line, "%63s %lld", name, &active) == 2 &&
+		    std::strcmp(name, cache) == 0) {
+			v = active;
+			break;
+		}
+	std::fclose(f);
+	return v;
+}
+
 /*
  * An RC pair that waits out page faults: the responder answers a fault with
  * an RNR NAK, so the requester retries without limit (rnr_retry 7).
@@ -2912,6 +2932,29 @@ void odp(Env &e)
 		destroy_pair(p, &why);
 	} else if (imr) {
 		setup_failed("odp_implicit_setup", p);
+	}
+	/*
+	 * Prefetching 128 MiB that cannot be mapped fails and leaves nothing
+	 * behind: no table entries (xarray nodes, radix_tree_node) for pages no
+	 * access waits for. Each node covers 64 pages: 512 of them would stay.
+	 */
+	if (imr) {
+		const size_t hole_len = size_t(128) << 20;
+		void *hole = mmap(nullptr, hole_len, PROT_NONE,
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		std::string why = hole == MAP_FAILED ? "mmap: " + errno_text(errno) : "";
+		if (why.empty()) {
+			struct ibv_sge sge = {reinterpret_cast<uintptr_t>(hole),
+					      static_cast<uint32_t>(hole_len), imr->lkey};
+			const long long n0 = slab_objects("radix_tree_node");
+			const int rc = ibv_advise_mr(e.pd, IBV_ADVISE_MR_ADVICE_PREFETCH,
+						     IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1);
+			const long long n1 = slab_objects("radix_tree_node");
+			if (rc == 0 || n0 < 0 || n1 - n0 >= 128)
+				why = strf("rc %d, radix_tree_node %lld -> %lld", rc, n0, n1);
+			munmap(hole, hole_len);
+		}
+		check("odp_prefetch_unmapped_leaves_nothing", why.empty(), why);
 	}
 	if (imr)
 		check("odp_implicit_dereg", ibv_dereg_mr(imr) == 0);
