@@ -14,8 +14,9 @@
  *  - newlink puts an entry on the list (under RTNL, so the notifier sees a
  *    consistent netdev state) before registering it. The list owns a
  *    get_device() reference, so the memory stays valid while listed.
- *  - dealloc_driver, the last op ib_core calls, drops the netdev reference
- *    and marks the entry dead but leaves it on the list.
+ *  - dealloc_driver, the last op ib_core calls, marks the entry dead, then
+ *    drops the namespace's sockets and the netdev reference and marks it
+ *    released; it leaves it on the list.
  *  - A dead entry is reaped (removed and its reference put) only after
  *    calling ib_unregister_device() on it. For a device that is already
  *    unregistered this just waits for ib_core's unregistration lock, which
@@ -105,6 +106,11 @@ static void sroce_forget(struct sroce_dev *sdev)
 	put_device(&sdev->ibdev.dev);
 }
 
+/*
+ * Reap the entries whose dealloc_driver has finished. One still in it stays
+ * listed: a namespace's exit must find it (sroce_forget_devs()) and wait
+ * until it no longer uses the namespace.
+ */
 static void sroce_reap_dead(void)
 {
 	struct sroce_dev *sdev, *tmp;
@@ -112,7 +118,7 @@ static void sroce_reap_dead(void)
 
 	mutex_lock(&sroce_devs_lock);
 	list_for_each_entry_safe(sdev, tmp, &sroce_devs, list)
-		if (sdev->dead)
+		if (sdev->released)
 			list_move_tail(&sdev->list, &dead);
 	mutex_unlock(&sroce_devs_lock);
 
@@ -180,6 +186,10 @@ void sroce_dealloc_driver(struct ib_device *ibdev)
 		sroce_net_put(sdev->net);
 
 	netdev_put(ndev, &sdev->ndev_tracker);
+
+	mutex_lock(&sroce_devs_lock);
+	sdev->released = true;
+	mutex_unlock(&sroce_devs_lock);
 }
 
 /* Called under RTNL with a registration reference on the device. */

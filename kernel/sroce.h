@@ -217,6 +217,7 @@ struct sroce_dev {
 	/* Device list linkage and state; see main.c for the rules. */
 	struct list_head	list;		/* sroce_devs_lock */
 	bool			dead;		/* sroce_devs_lock */
+	bool			released;	/* dealloc_driver done; same */
 	bool			ndev_gone;	/* RTNL */
 	enum ib_port_state	port_state;	/* RTNL, last state reported */
 
