@@ -1460,6 +1460,8 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	}
 	if (qp->resp.read.active || !skb_queue_empty(&qp->resp.backlog)) {
 		if (skb_queue_len(&qp->resp.backlog) < SROCE_BACKLOG_MAX) {
+			/* The input route is not held: valid only in this RCU section. */
+			skb_dst_drop(skb);
 			__skb_queue_tail(&qp->resp.backlog, skb);
 			skb = NULL;
 		}
