@@ -277,9 +277,13 @@ int sroce_cq_post(struct sroce_cq *cq, const struct ib_wc *wc, bool solicited)
 		cq->kwc[slot] = *wc;
 	}
 
-	/* Pairs with the full barrier of the consumer's arm operation. */
+	/*
+	 * Pairs with the full barrier of the consumer's arm operation. An
+	 * unsuccessful completion counts as solicited (IBA 11.4.2.2).
+	 */
 	smp_mb();
-	if (sroce_cq_take_arm(cq, solicited) && cq->ibcq.comp_handler)
+	if (sroce_cq_take_arm(cq, solicited || wc->status != IB_WC_SUCCESS) &&
+	    cq->ibcq.comp_handler)
 		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
 unlock:
 	spin_unlock_irqrestore(&cq->lock, flags);

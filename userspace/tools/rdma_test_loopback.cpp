@@ -242,6 +242,19 @@ void case_rc_send_solicited(Dev &d)
 		if (ibv_req_notify_cq(p.b.rcq, 1))
 			fail("ibv_req_notify_cq(solicited_only=1) failed");
 	}
+	/*
+	 * An unsuccessful completion counts as solicited (ibv_req_notify_cq(3)):
+	 * the receive flushed when the QP enters ERR raises the event.
+	 */
+	post_recv(p.b, 0x730, dst.sge(0, 4096));
+	struct ibv_qp_attr a = {};
+	a.qp_state = IBV_QPS_ERR;
+	if (const int rc = ibv_modify_qp(p.b.qp.get(), &a, IBV_QP_STATE))
+		fail(strf("ibv_modify_qp to ERR: %s", errno_text(std::abs(rc)).c_str()));
+	struct ibv_cq *ev = wait_cq_event(ch.get(), "flushed recv, solicited_only=1", nullptr);
+	ibv_ack_cq_events(ev, 1);
+	EXPECT(ev == p.b.rcq, "flushed recv: event for another CQ");
+	check_wc(wait_one(p.b.rcq, "flushed recv"), "flushed recv", 0x730, IBV_WC_WR_FLUSH_ERR);
 }
 
 /* ------------------------------------------------------------ loopback: RC RDMA */
