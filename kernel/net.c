@@ -663,7 +663,9 @@ static void sroce_tx_pick_queue(struct sk_buff *skb, const struct sroce_qp *qp)
  *
  * Return: 0 if the packet was handed on (not a promise of delivery),
  * -ENOBUFS if the transmit queue was full (the packet is gone: send it
- * again later), or another negative error if it could not be routed.
+ * again later), or another negative error if it could not be routed or
+ * can never pass (larger than the route's MTU, refused by netfilter):
+ * a lost packet, as on a wire that drops it.
  */
 int sroce_tx_send(struct sroce_dev *sdev, const struct sroce_av *av, u16 sport,
 		  struct sroce_txpkt *tp)
@@ -756,8 +758,16 @@ int sroce_tx_send(struct sroce_dev *sdev, const struct sroce_av *av, u16 sport,
 	/*
 	 * A full queue (qdisc or device) drops the packet and says so: tell
 	 * the caller, who holds back and tries again a little later rather
-	 * than losing a whole window to retransmission.
+	 * than losing a whole window to retransmission. A packet larger than
+	 * the route's MTU (the netdev's or a route's shrunk under the QP; the
+	 * DF bit is set and IPv6 does not fragment) or one netfilter drops
+	 * would fail the same way every time: that one is lost, so that the
+	 * transport's timers and limits end the wait instead of a hold.
 	 */
+	if (err == -EMSGSIZE || err == -EPERM) {
+		sroce_cnt_inc(sdev, SROCE_CNT_TX_ERR);
+		return err;
+	}
 	if (net_xmit_eval(err)) {
 		sroce_cnt_inc(sdev, SROCE_CNT_TX_ERR);
 		return -ENOBUFS;

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from guestrdma import (client_server, configure, listening, sysfs, unload_all_rdma_links,
-                       wait_all, wait_for)
+from guestrdma import (TOOLS, client_server, configure, listening, sysfs,
+                       unload_all_rdma_links, wait_all, wait_for)
 
 
 def _counter(g, name, dev="sroce0"):
@@ -169,6 +169,29 @@ def test_rc_send_queue_fails_with_retry_exceeded_while_the_link_stays_down(rig):
             p.kill()
             p.wait(10)
     _works_again(g0, g1)
+
+
+def test_packets_too_big_for_the_route_are_lost_not_held(rig):
+    """A route to the peer whose MTU is below the packets a QP builds (here
+    `mtu lock 1000` on a /32 route; a netdev MTU shrunk under a running QP, or
+    a smaller MTU on a VLAN, does the same): the network layer refuses every
+    such packet (DF is set; IPv6 never fragments). They are lost, as on a wire
+    that drops them, not held back and tried again as if a queue were full, so
+    nothing waits behind them: 64 UD datagrams of the path MTU all complete,
+    successfully, within seconds, each counted in tx_err."""
+    g0, g1 = rig[0], rig[1]
+    configure(g0)
+    g0.check("ip route add %s/32 dev eth0 mtu lock 1000" % g1.ip4)
+    try:
+        before = _counter(g0, "tx_err")
+        r = g0.run("timeout -s KILL 60 %s/sroce-objects-test sroce0 ud-to %s" %
+                   (TOOLS, g1.ip4), timeout=90)
+        print(r.out)
+        assert r.ok and "ud_to_every_datagram_completes: ok" in r.out, r
+        assert "datagrams of 1024 bytes" in r.out, r.out
+        assert _counter(g0, "tx_err") - before >= 64
+    finally:
+        g0.run("ip route del %s/32" % g1.ip4)
 
 
 # g0's RoCE packets (UDP to 4791) go to a band that sends 100 bit/s: they stay

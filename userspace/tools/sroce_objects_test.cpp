@@ -55,6 +55,7 @@
 #include <string>
 #include <vector>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/mman.h>
@@ -3496,14 +3497,91 @@ int mode_qp_hog(struct ibv_context *ctx, int n)
 
 } // namespace
 
+/*
+ * ud-to IPV4: UD datagrams of the port's active MTU, to a QP number nobody
+ * has at IPV4 (the peer drops them). Every send must complete successfully
+ * and soon: a datagram the network refuses (a route MTU below the packet)
+ * is lost, as on a wire, and holds up nothing behind it.
+ */
+void ud_to(wqs::Env &e, const char *ip)
+{
+	using namespace wqs;
+	constexpr int kDatagrams = 64;
+	constexpr int kDepth = 8;
+	union ibv_gid dgid = {};
+	dgid.raw[10] = dgid.raw[11] = 0xff;
+	struct ibv_port_attr pa = {};
+	Side s;
+	std::string why;
+
+	if (inet_pton(AF_INET, ip, dgid.raw + 12) != 1 || ibv_query_port(e.ctx, 1, &pa)) {
+		check("ud_to_qp", false, sroce_tool::strf("address %s, or query_port", ip));
+		return;
+	}
+	bool ok = make_side(e, s, IBV_QPT_UD) &&
+		  !sroce_tool::connect_qp(s.qp, loopback_path(e, IBV_QPT_UD, 0));
+	if (ok) {
+		struct ibv_ah_attr a = sroce_tool::ah_attr_to(1, e.gid_index, dgid);
+		s.ah = ibv_create_ah(e.pd, &a);
+		ok = s.ah != nullptr;
+	}
+	check("ud_to_qp", ok, errno_text(errno));
+	if (!ok)
+		return;
+	const uint32_t len = 128u << pa.active_mtu;	/* IBV_MTU_256 is 1 */
+	std::printf("  %d datagrams of %u bytes to %s\n", kDatagrams, len, ip);
+	int posted = 0, done = 0, bad = 0;
+	const auto t0 = Clock::now();
+	while (done < kDatagrams && seconds_since(t0) < 10) {
+		while (posted < kDatagrams && posted - done < kDepth) {
+			struct ibv_sge sge = {reinterpret_cast<uintptr_t>(e.buf), len, e.mr->lkey};
+			struct ibv_send_wr wr = {}, *bad_wr;
+			wr.wr_id = posted;
+			wr.sg_list = &sge;
+			wr.num_sge = 1;
+			wr.opcode = IBV_WR_SEND;
+			wr.send_flags = IBV_SEND_SIGNALED;
+			wr.wr.ud.ah = s.ah;
+			wr.wr.ud.remote_qpn = 0xabcde;
+			wr.wr.ud.remote_qkey = kQkey;
+			if (int rc = ibv_post_send(s.qp, &wr, &bad_wr)) {
+				why = "post_send: " + errno_text(rc);
+				break;
+			}
+			posted++;
+		}
+		if (!why.empty())
+			break;
+		struct ibv_wc wc[kDepth];
+		const int n = ibv_poll_cq(s.scq, kDepth, wc);
+		for (int i = 0; i < n; i++)
+			if (wc[i].status != IBV_WC_SUCCESS && !bad++)
+				why = sroce_tool::strf("datagram %" PRIu64 ": %s", wc[i].wr_id,
+					   ibv_wc_status_str(wc[i].status));
+		done += n > 0 ? n : 0;
+		if (n <= 0)
+			usleep(1000);
+	}
+	std::printf("  %d of %d completed in %.1f s, %d with an error\n", done, kDatagrams,
+		    seconds_since(t0), bad);
+	if (why.empty() && done < kDatagrams)
+		why = sroce_tool::strf("%d of %d completed within 10 s", done, kDatagrams);
+	check("ud_to_every_datagram_completes", why.empty(), why);
+	ibv_destroy_ah(s.ah);
+	ibv_destroy_qp(s.qp);
+	ibv_destroy_cq(s.scq);
+	ibv_destroy_cq(s.rcq);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2 || argc > 4 ||
 	    (argc == 4 && std::strcmp(argv[2], "wq-scribble") != 0 &&
 	     std::strcmp(argv[2], "qp-hog") != 0 &&
 	     std::strcmp(argv[2], "harden") != 0 &&
-	     std::strcmp(argv[2], "breadth") != 0)) {
-		std::fprintf(stderr, "usage: %s DEVICE [all|leak|scribble|harden [CASE]|breadth [CASE]|wq-scribble [GID_INDEX]|qp-hog [N]]\n",
+	     std::strcmp(argv[2], "breadth") != 0 &&
+	     std::strcmp(argv[2], "ud-to") != 0)) {
+		std::fprintf(stderr, "usage: %s DEVICE [all|leak|scribble|harden [CASE]|breadth [CASE]|wq-scribble [GID_INDEX]|qp-hog [N]|ud-to IPV4]\n",
 			     argv[0]);
 		return 2;
 	}
@@ -3535,6 +3613,10 @@ int main(int argc, char **argv)
 		});
 	if (mode == "qp-hog")
 		return mode_qp_hog(ctx, argc == 4 ? std::atoi(argv[3]) : 32);
+	if (mode == "ud-to" && argc == 4)
+		return run_env(ctx, nullptr, "ud_to", "ud-to", [&](wqs::Env &e) {
+			ud_to(e, argv[3]);
+		});
 
 	struct ibv_device_attr attr = {};
 	check("query_device", ibv_query_device(ctx, &attr) == 0);
