@@ -764,13 +764,9 @@ int sroce_tx_send(struct sroce_dev *sdev, const struct sroce_av *av, u16 sport,
 	 * would fail the same way every time: that one is lost, so that the
 	 * transport's timers and limits end the wait instead of a hold.
 	 */
-	if (err == -EMSGSIZE || err == -EPERM) {
-		sroce_cnt_inc(sdev, SROCE_CNT_TX_ERR);
-		return err;
-	}
 	if (net_xmit_eval(err)) {
 		sroce_cnt_inc(sdev, SROCE_CNT_TX_ERR);
-		return -ENOBUFS;
+		return err == -EMSGSIZE || err == -EPERM ? err : -ENOBUFS;
 	}
 	sroce_cnt_inc(sdev, SROCE_CNT_TX_PACKETS);
 	sroce_cnt_add_bh(sdev, SROCE_CNT_TX_BYTES, len);

@@ -250,12 +250,13 @@ out_release:
 
 /*
  * Map pages [first, last] of @mr, in chunks, faulting them in if @fault:
- * the pages that can be mapped are, and page @need, if it cannot be, is
- * marked failed. Sleeps; stops early when the region is being deregistered
- * or the calling process is killed (-EINTR). Return 0, or the first error.
+ * the pages that can be mapped are, and with @access (an access waits for
+ * page @first) page @first, if it cannot be, is marked failed. Sleeps;
+ * stops early when the region is being deregistered or the calling
+ * process is killed (-EINTR). Return 0, or the first error.
  */
 static int sroce_odp_map(struct sroce_mr *mr, unsigned long first,
-			 unsigned long last, bool fault, unsigned long need)
+			 unsigned long last, bool fault, bool access)
 {
 	int ret = 0;
 
@@ -266,17 +267,17 @@ static int sroce_odp_map(struct sroce_mr *mr, unsigned long first,
 
 		if (READ_ONCE(mr->odp->dead) || fatal_signal_pending(current))
 			return ret ?: -EINTR;
-		err = sroce_odp_map_chunk(mr, first, n, fault,
-					  n == 1 && first == need);
+		err = sroce_odp_map_chunk(mr, first, n, fault, access);
 
 		if ((err == -EFAULT || err == -EPERM) && fault && n > 1) {
-			/* Map the others one by one; @need gets marked. */
+			/* Map the others one by one; the awaited page gets marked. */
 			unsigned long i;
 
 			for (i = 0; i < n; i++)
 				sroce_odp_map_chunk(mr, first + i, 1, true,
-						    first + i == need);
+						    access && !i);
 		}
+		access = false;		/* only the first chunk holds that page */
 		if (err && !ret)
 			ret = err;
 		if (err == -ENOMEM)
@@ -310,7 +311,7 @@ static void sroce_odp_work(struct work_struct *work)
 			odp->nqueued * sizeof(odp->queue[0]));
 		spin_unlock_irq(&mr->lock);
 
-		sroce_odp_map(mr, r.first, r.last, true, r.need);
+		sroce_odp_map(mr, r.first, r.last, true, r.access);
 		cond_resched();
 	}
 	set_active_memcg(old);
@@ -318,10 +319,10 @@ static void sroce_odp_work(struct work_struct *work)
 
 /*
  * Ask the work item to fault in pages [first, last], for an access that
- * waits for page @need (SROCE_ODP_NO_NEED: a prefetch). mr->lock held.
+ * waits for page @first if @access, else for a prefetch. mr->lock held.
  */
 static void sroce_odp_queue_locked(struct sroce_mr *mr, unsigned long first,
-				   unsigned long last, unsigned long need)
+				   unsigned long last, bool access)
 {
 	struct sroce_odp *odp = mr->odp;
 	unsigned int i;
@@ -330,12 +331,13 @@ static void sroce_odp_queue_locked(struct sroce_mr *mr, unsigned long first,
 		return;
 	for (i = 0; i < odp->nqueued; i++)
 		if (odp->queue[i].first <= first && last <= odp->queue[i].last &&
-		    (need == SROCE_ODP_NO_NEED || odp->queue[i].need == need))
+		    (!access || (odp->queue[i].access &&
+				 odp->queue[i].first == first)))
 			return;		/* asked already */
 	/* A full queue drops the request: the access asks again. */
 	if (odp->nqueued < SROCE_ODP_QUEUE)
 		odp->queue[odp->nqueued++] = (struct sroce_odp_range) {
-			.first = first, .last = last, .need = need,
+			.first = first, .last = last, .access = access,
 		};
 	queue_work(system_unbound_wq, &odp->work);
 }
@@ -370,7 +372,7 @@ int sroce_odp_walk(struct sroce_mr *mr, u64 va, u64 len, sroce_mr_page_fn fn,
 		if (!entry) {
 			sroce_odp_queue_locked(mr, idx,
 					       min(last, idx + SROCE_ODP_MAX_REQ - 1),
-					       idx);
+					       true);
 			sroce_cnt_inc(odp->sdev, SROCE_CNT_ODP_WAIT);
 			return -EAGAIN;
 		}
@@ -495,10 +497,10 @@ static int sroce_odp_advise_sge(struct sroce_dev *sdev, struct sroce_pd *pd,
 		goto out;
 	}
 	if (sync || !fault) {
-		err = sroce_odp_map(mr, first, last, fault, SROCE_ODP_NO_NEED);
+		err = sroce_odp_map(mr, first, last, fault, false);
 	} else {
 		spin_lock_irqsave(&mr->lock, flags);
-		sroce_odp_queue_locked(mr, first, last, SROCE_ODP_NO_NEED);
+		sroce_odp_queue_locked(mr, first, last, false);
 		spin_unlock_irqrestore(&mr->lock, flags);
 	}
 out:

@@ -295,17 +295,14 @@ enum sroce_mr_type {
 #define SROCE_ODP_QUEUE		8	/* fault requests a region queues */
 
 /*
- * Pages [first, last] of the user address space; need: the page an access
- * waits for (marked failed if it cannot be mapped), SROCE_ODP_NO_NEED for
- * a prefetch.
+ * Pages [first, last] of the user address space; access: an access waits
+ * for page first (marked failed if it cannot be mapped), not a prefetch.
  */
 struct sroce_odp_range {
 	unsigned long		first;
 	unsigned long		last;
-	unsigned long		need;
+	bool			access;
 };
-
-#define SROCE_ODP_NO_NEED	ULONG_MAX
 
 /*
  * On-demand paging state of an ODP region (odp.c): the table of mapped

@@ -3536,8 +3536,10 @@ void ud_to(wqs::Env &e, const char *ip)
 		ok = s.ah != nullptr;
 	}
 	check("ud_to_qp", ok, errno_text(errno));
-	if (!ok)
+	if (!ok) {
+		destroy_side(s, &why);
 		return;
+	}
 	const uint32_t len = 128u << pa.active_mtu;	/* IBV_MTU_256 is 1 */
 	std::printf("  %d datagrams of %u bytes to %s\n", kDatagrams, len, ip);
 	int posted = 0, done = 0, bad = 0;
@@ -3577,10 +3579,8 @@ void ud_to(wqs::Env &e, const char *ip)
 	if (why.empty() && done < kDatagrams)
 		why = sroce_tool::strf("%d of %d completed within 10 s", done, kDatagrams);
 	check("ud_to_every_datagram_completes", why.empty(), why);
-	ibv_destroy_ah(s.ah);
-	ibv_destroy_qp(s.qp);
-	ibv_destroy_cq(s.scq);
-	ibv_destroy_cq(s.rcq);
+	why.clear();
+	check("ud_to_destroy", destroy_side(s, &why), why);
 }
 
 int main(int argc, char **argv)
