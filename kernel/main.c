@@ -29,6 +29,14 @@
  *  - Lookups by netdev skip dead entries. The notifier takes a registration
  *    reference (ib_device_try_get) under the lock and calls into ib_core
  *    only after dropping it.
+ *  - The notifier leaves a device alone until newlink has finished
+ *    ib_register_device() and marked it registered (under RTNL, then
+ *    catching up on what the notifier saw meanwhile). ib_core gives the
+ *    device its references a moment before it makes the device visible to
+ *    unregistration, so a reference taken in between would let an
+ *    unregistration run ahead of the registration: it would tear down a
+ *    device not yet set up and then wait for ever for the references the
+ *    registration hands out afterwards.
  *  - The receive path (net.c, softirq) finds devices by netdev in
  *    sroce_ndev_hash under RCU. An entry is hashed together with being
  *    listed and unhashed when dealloc_driver marks it dead; dealloc_driver
@@ -252,13 +260,16 @@ static int sroce_dev_publish(struct sroce_dev *sdev, struct net_device *ndev)
 }
 
 /*
- * The notifier cannot act on a device before it is registered. Catch up on
- * what happened to the netdev meanwhile: if it is going away, unregister;
- * otherwise report a port state change.
+ * The notifier leaves a device alone until it is marked registered here (see
+ * the list rules above). Catch up on what happened to the netdev meanwhile:
+ * if it is going away, unregister; otherwise report a port state change.
  */
 static void sroce_dev_catch_up(struct sroce_dev *sdev, struct net_device *ndev)
 {
 	rtnl_lock();
+	mutex_lock(&sroce_devs_lock);
+	sdev->registered = true;
+	mutex_unlock(&sroce_devs_lock);
 	if (ib_device_try_get(&sdev->ibdev)) {
 		if (sdev->ndev_gone) {
 			ib_unregister_device_queued(&sdev->ibdev);
@@ -390,7 +401,9 @@ static int sroce_netdev_event(struct notifier_block *nb, unsigned long event,
 	if (sdev) {
 		if (event == NETDEV_UNREGISTER)
 			sdev->ndev_gone = true;
-		held = ib_device_try_get(&sdev->ibdev);
+		/* Otherwise sroce_dev_catch_up() acts on it. */
+		if (sdev->registered)
+			held = ib_device_try_get(&sdev->ibdev);
 	}
 	mutex_unlock(&sroce_devs_lock);
 	if (!held)

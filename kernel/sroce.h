@@ -218,6 +218,7 @@ struct sroce_dev {
 	struct list_head	list;		/* sroce_devs_lock */
 	bool			dead;		/* sroce_devs_lock */
 	bool			released;	/* dealloc_driver done; same */
+	bool			registered;	/* RTNL and sroce_devs_lock */
 	bool			ndev_gone;	/* RTNL */
 	enum ib_port_state	port_state;	/* RTNL, last state reported */
 
