@@ -34,7 +34,8 @@
  * -------
  * sroce_udp_encap_rcv() runs in softirq (BH disabled) with skb->data at the
  * UDP header and the IP header in the linear area. It maps skb->dev to the
- * sroce device with an RCU lookup (main.c), makes the headers linear, runs
+ * sroce device with an RCU lookup (main.c; for an upper device of ours, the
+ * one sroce device among its lower devices), makes the headers linear, runs
  * the wire validator over them, checks the ICRC over the whole datagram and
  * hands good packets to sroce_rcv_pkt(), which finds the QP and calls the
  * responder (requests) or the completer (responses). Every skb is freed
@@ -380,15 +381,55 @@ drop:
 	kfree_skb(skb);
 }
 
+struct sroce_lower_walk {
+	struct sroce_dev	*sdev;
+	unsigned int		found;
+};
+
+static int sroce_lower_dev(struct net_device *lower,
+			   struct netdev_nested_priv *priv)
+{
+	struct sroce_lower_walk *w = priv->data;
+	struct sroce_dev *sdev = sroce_dev_by_ndev_rcu(lower);
+
+	if (sdev && sdev != w->sdev) {
+		w->sdev = sdev;
+		w->found++;
+	}
+	return w->found > 1;	/* a second one: stop */
+}
+
+/*
+ * The sroce device of a packet that arrived on @ndev, one of our netdevs'
+ * upper devices (a VLAN, a macvlan or ipvlan, a bridge, a bond): ib_core
+ * puts the addresses of an upper device into the GID table of every RoCE
+ * device below it, so a QP may use such a GID. If more than one sroce
+ * device lies below @ndev (a bridge over two of our netdevs), the packet
+ * cannot be told apart and is dropped.
+ */
+static struct sroce_dev *sroce_dev_below_rcu(struct net_device *ndev)
+{
+	struct sroce_lower_walk w = {};
+	struct netdev_nested_priv priv = { .data = &w };
+
+	/* A VLAN netdev on ours, the common case: no walk. */
+	if (is_vlan_dev(ndev)) {
+		w.sdev = sroce_dev_by_ndev_rcu(vlan_dev_real_dev(ndev));
+		if (w.sdev)
+			return w.sdev;
+	}
+	netdev_walk_all_lower_dev_rcu(ndev, sroce_lower_dev, &priv);
+	return w.found == 1 ? w.sdev : NULL;
+}
+
 static int sroce_udp_encap_rcv(struct sock *sk, struct sk_buff *skb)
 {
 	struct sroce_dev *sdev;
 
 	rcu_read_lock();
 	sdev = sroce_dev_by_ndev_rcu(skb->dev);
-	/* A VLAN netdev on ours: its GIDs are in our table. */
-	if (!sdev && is_vlan_dev(skb->dev))
-		sdev = sroce_dev_by_ndev_rcu(vlan_dev_real_dev(skb->dev));
+	if (!sdev)
+		sdev = sroce_dev_below_rcu(skb->dev);
 	/* A device whose netdev has just left its namespace takes nothing. */
 	if (sdev && net_eq(sock_net(sk), sdev->net))
 		sroce_rx(sdev, skb);

@@ -319,6 +319,101 @@ def test_namespace_on_macvlan_talks_to_other_guest(rig, g0):
         unload_all_rdma_links(g1)
 
 
+def test_gid_of_an_upper_macvlan_carries_traffic(rig, g0):
+    """A macvlan of eth0 in init_net with an address of its own and no sroce
+    device: ib_core puts its address into sroce0's GID table (as for a VLAN),
+    and an RC ping-pong between the two guests' macvlan GIDs on sroce0 runs.
+    The packets arrive with the macvlan as their netdev, which the receive path
+    maps back to sroce0 through its lower devices."""
+    g1 = rig[1]
+    drop_namespaces(g0)
+    guests = ((g0, "10.99.3.1"), (g1, "10.99.3.2"))
+    try:
+        for g, addr in guests:
+            unload_all_rdma_links(g)
+            g.check("ip link add up0 link eth0 type macvlan mode bridge && "
+                    "ip addr add %s/24 dev up0 && ip link set up0 up" % addr)
+            g.check("rdma link add sroce0 type sroce netdev eth0")
+        wait_for(lambda: g1.run("ping -c1 -W1 -I up0 10.99.3.1").ok, timeout=30,
+                 what="ping between the macvlans")
+        idx = [wait_for(lambda g=g, a=addr: _gid_or_none(g, "sroce0", a), timeout=30,
+                        what="%s: the macvlan's GID on sroce0" % g.name)[0]
+               for g, addr in guests]
+        before = int(g0.read_file("/sys/class/infiniband/sroce0/ports/1/hw_counters/"
+                                  "rx_packets"))
+        srv, cli = client_server(
+            g0, "ibv_rc_pingpong -d sroce0 -g %d -c -s 4096 -n 100" % idx[0],
+            g1, "ibv_rc_pingpong -d sroce0 -g %d -c -s 4096 -n 100 10.99.3.1" % idx[1],
+            timeout=120)
+        assert_pingpong_ok(srv, cli, n=100)
+        after = int(g0.read_file("/sys/class/infiniband/sroce0/ports/1/hw_counters/"
+                                 "rx_packets"))
+        assert after - before >= 100, (before, after)
+    finally:
+        for g, _ in guests:
+            unload_all_rdma_links(g)
+            g.run("ip link del up0 2>/dev/null; true")
+
+
+def test_gid_of_an_upper_bridge_belongs_to_the_one_device_below_it(g0):
+    """A bridge over two veth ports, its address on the bridge, a peer in a
+    namespace behind one port. With an sroce device on one port only, RC
+    traffic to the bridge's GID reaches it; with a second sroce device on the
+    other port both tables hold that GID, a packet cannot be told apart, and
+    it is dropped rather than handed to the wrong device."""
+    g = g0
+    drop_namespaces(g)
+    unload_all_rdma_links(g)
+    p = InNs(g, "P")
+    try:
+        g.check("ip netns add P && ip link add vp0 type veth peer name vp1 && "
+                "ip link add vq0 type veth peer name vq1 && ip link set vp0 netns P && "
+                "ip -n P addr add 10.98.0.2/24 dev vp0 && ip -n P link set vp0 up && "
+                "ip -n P link set lo up && ip link add br9 type bridge && "
+                "ip link set vp1 master br9 && ip link set vq1 master br9 && "
+                "ip link set vp1 up && ip link set vq1 up && ip link set vq0 up && "
+                "ip addr add 10.98.0.1/24 dev br9 && ip link set br9 up")
+        g.check("rdma link add s1 type sroce netdev vp1")
+        p.check("rdma link add sp type sroce netdev vp0")
+        wait_for(lambda: p.run("ping -c1 -W1 10.98.0.1").ok, timeout=30, what="ping")
+
+        def pingpong(timeout):
+            srv_gid = wait_for(lambda: _gid_or_none(g, "s1", "10.98.0.1"), timeout=30,
+                               what="the bridge's GID on s1")[0]
+            cli_gid = gid_index(p, "sp", addr="10.98.0.2")
+            return client_server(
+                g, "ibv_rc_pingpong -d s1 -g %d -c -n 20" % srv_gid,
+                p, "ibv_rc_pingpong -d sp -g %d -c -n 20 10.98.0.1" % cli_gid,
+                timeout=timeout)
+
+        srv, cli = pingpong(120)
+        assert_pingpong_ok(srv, cli, n=20)
+
+        g.check("rdma link add s2 type sroce netdev vq1")
+        wait_for(lambda: _gid_or_none(g, "s2", "10.98.0.1"), timeout=30,
+                 what="the bridge's GID on s2 too")
+        rx = "/sys/class/infiniband/%s/ports/1/hw_counters/rx_packets"
+        before = [int(g.read_file(rx % d)) for d in ("s1", "s2")]
+        srv, cli = pingpong(60)
+        assert not cli.ok and "retry counter exceeded" in cli.err, cli
+        # The client's requests reached neither device (the server's own
+        # packets to the client are not counted here).
+        after = [int(g.read_file(rx % d)) for d in ("s1", "s2")]
+        assert after == before, (before, after)
+    finally:
+        drop_namespaces(g, devs=("sp",))
+        unload_all_rdma_links(g)
+        g.run("ip link del br9; ip link del vq0; ip link del vp1; true")
+
+
+def _gid_or_none(g, dev, addr):
+    """(index,) of the RoCE v2 GID of addr on dev, or None while there is none."""
+    try:
+        return (gid_index(g, dev, addr=addr),)
+    except AssertionError:
+        return None
+
+
 def restore_eth0(g, mtu):
     """eth0 back in init_net after its namespace went: ib_core-style fallback
     name (devN), addresses lost; set it up as the guest's init did."""
