@@ -28,28 +28,19 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "vm"))
+sys.path.insert(0, os.path.join(REPO, "tests", "build"))
 import guestrdma  # noqa: E402
-from guestrdma import rigmod  # noqa: E402
+from guestrdma import loaded_build_id, rigmod  # noqa: E402
 from bench import BW_AVERAGE, BW_ROW, LAT_ROW, T_TYPICAL  # noqa: E402
+from debroot import build_id  # noqa: E402
 
 PORT = 18530
-BUILD_ID = re.compile(r"Build ID: ([0-9a-f]+)")
-
-
-def build_id(path):
-    out = subprocess.run(["readelf", "-n", path], capture_output=True, text=True,
-                         check=True).stdout
-    m = BUILD_ID.search(out)
-    if not m:
-        raise SystemExit("%s: no build id" % path)
-    return m.group(1)
 
 
 class Variant:
@@ -80,9 +71,7 @@ class Variant:
                 g.check("modprobe ib_uverbs && modprobe ip6_udp_tunnel && "
                         "modprobe udp_tunnel && insmod /src/%s"
                         % os.path.relpath(self.ko, REPO))
-                # the note: namesz, descsz, type (4 bytes each), "GNU\0", the id
-                got = g.check("od -An -tx1 -j16 /sys/module/sroce/notes/.note.gnu.build-id"
-                              " | tr -d ' \\n'").strip()
+                got = loaded_build_id(g)
                 if got != self.id:
                     raise SystemExit("%s: loaded build id %s, the file's %s"
                                      % (self.name, got, self.id))

@@ -79,6 +79,14 @@ def wait_for(fn, timeout=20, interval=0.3, what="condition"):
         time.sleep(interval)
 
 
+def loaded_build_id(g):
+    """The GNU build ID of the loaded sroce module, from its ELF note in sysfs."""
+    return g.check("python3 -c \"import sys; d=open('/sys/module/sroce/notes/"
+                   ".note.gnu.build-id','rb').read(); n=int.from_bytes(d[0:4],'little'); "
+                   "s=int.from_bytes(d[4:8],'little'); o=12+(n+3)//4*4; "
+                   "print(d[o:o+s].hex())\"").strip()
+
+
 # ------------------------------------------------------------ devices
 
 def unload_all_rdma_links(g):

@@ -22,7 +22,7 @@ import sys
 
 import pytest
 
-from guestrdma import REPO, client_server, gid_index, rigmod
+from guestrdma import REPO, client_server, gid_index, loaded_build_id, rigmod
 
 sys.path.insert(0, os.path.join(REPO, "tests", "build"))
 import debroot  # noqa: E402
@@ -53,14 +53,6 @@ def pkg_rig(request, user_root):
     bad = r.bad_console_lines()
     if bad:
         pytest.fail("guest console shows kernel problems:\n" + "\n".join(bad))
-
-
-def loaded_build_id(g):
-    """The GNU build ID of the loaded sroce module, from its ELF note in sysfs."""
-    return g.check("python3 -c \"import sys; d=open('/sys/module/sroce/notes/"
-                   ".note.gnu.build-id','rb').read(); n=int.from_bytes(d[0:4],'little'); "
-                   "s=int.from_bytes(d[4:8],'little'); o=12+(n+3)//4*4; "
-                   "print(d[o:o+s].hex())\"").strip()
 
 
 def test_rdma_link_add_autoloads_the_dkms_module(pkg_rig):
