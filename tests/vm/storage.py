@@ -9,6 +9,7 @@ repeat the commands used here.
 """
 import contextlib
 import json
+import os
 import re
 import shlex
 import time
@@ -337,18 +338,29 @@ def nvme_host(g, target):
 # ------------------------------------------------------------ iSER (LIO + open-iscsi)
 
 class LioIserTarget:
-    """LIO in guest g, configured with targetcli: a ramdisk LUN (0) and a
-    fileio LUN (1, a file on tmpfs), an ACL for the initiator's IQN, and one
-    portal on g's IPv4 address with iSER enabled (ib_isert)."""
+    """LIO in guest g: a ramdisk LUN (0) and a fileio LUN (1, a file on tmpfs),
+    an ACL for the initiator's IQN, and one portal on g's IPv4 address with iSER
+    enabled (ib_isert).
+
+    tool="targetcli" configures it as Documentation/storage.rst tells users to
+    (targetcli-fb, which needs a D-Bus system bus); tool="configfs" writes the
+    same objects into LIO's configfs tree directly, as targetcli's rtslib does.
+    Both end in the same kernel objects; configfs takes well under a second
+    where each targetcli process takes 12-15 s under TCG."""
 
     BACKSTORES = {0: ("ramdisk", "sroce_rd"), 1: ("fileio", "sroce_fio")}
+    CFS = "/sys/kernel/config/target"
+    # configfs directories of the backstores: <plugin>_<HBA index>/<name>
+    SO_DIRS = {0: "core/rd_mcp_0/sroce_rd", 1: "core/fileio_1/sroce_fio"}
 
-    def __init__(self, g, initiator, size_mb=64):
-        self.g, self.initiator, self.size_mb = g, initiator, size_mb
+    def __init__(self, g, initiator, size_mb=64, tool="targetcli"):
+        assert tool in ("targetcli", "configfs"), tool
+        self.g, self.initiator, self.size_mb, self.tool = g, initiator, size_mb, tool
         self.addr = g.ip4
         self.iqn = ISCSI_IQN
         self.file = "/run/sroce-lio/lun1.img"
         self.dbus = False
+        self.tpg = "%s/iscsi/%s/tpgt_1" % (self.CFS, self.iqn)
 
     def targetcli(self, cmds, timeout=180):
         """Run targetcli commands in one process (it reads them from stdin)."""
@@ -365,13 +377,22 @@ class LioIserTarget:
     def setup(self, state):
         g = self.g
         state.mount_configfs()
+        g.check("modprobe target_core_mod && modprobe iscsi_target_mod && modprobe ib_isert")
+        g.check("mkdir -p /run/sroce-lio")
+        if self.tool == "targetcli":
+            self.setup_targetcli()
+        else:
+            self.setup_configfs()
+        np = "%s/np/%s:3260/iser" % (self.tpg, self.addr)
+        assert g.check("cat " + np).strip() == "1", "portal has no iSER"
+
+    def setup_targetcli(self):
+        g = self.g
         # rtslib (under targetcli) asks the D-Bus system bus; there is no systemd.
         if g.run("[ -S /run/dbus/system_bus_socket ] && pgrep -x dbus-daemon").rc != 0:
             g.check("mkdir -p /run/dbus && rm -f /run/dbus/pid /run/dbus/system_bus_socket && "
                     "dbus-daemon --system --fork")
             self.dbus = True
-        g.check("modprobe target_core_mod && modprobe iscsi_target_mod && modprobe ib_isert")
-        g.check("mkdir -p /run/sroce-lio")
         t = "/iscsi/%s/tpg1" % self.iqn
         out = self.targetcli([
             "/backstores/ramdisk create name=sroce_rd size=%dM" % self.size_mb,
@@ -386,21 +407,78 @@ class LioIserTarget:
             "%s/acls create %s" % (t, self.initiator),
         ])
         assert "iSER enable now: True" in out, out
-        np = "/sys/kernel/config/target/iscsi/%s/tpgt_1/np/%s:3260/iser" % (self.iqn, self.addr)
-        assert g.check("cat " + np).strip() == "1", "portal has no iSER"
+
+    def setup_configfs(self):
+        """What the targetcli commands above make, written into configfs: each
+        backstore configured ("control") and enabled, with its name as the SCSI
+        model and a unit serial; the
+        TPG with authentication off; LUNs linked to the backstores; the
+        portal with iSER on; the ACL with each LUN mapped; the TPG enabled."""
+        c, t, size = self.CFS, self.tpg, self.size_mb << 20
+        rd, fio = ("%s/%s" % (c, self.SO_DIRS[i]) for i in (0, 1))
+        acl = "%s/acls/%s" % (t, self.initiator)
+        cmds = [
+            "set -e",
+            "truncate -s %d %s" % (size, self.file),
+            "mkdir -p %s %s" % (rd, fio),
+            "echo rd_pages=%d > %s/control" % (size // 4096, rd),
+            "echo fd_dev_name=%s,fd_dev_size=%d > %s/control" % (self.file, size, fio),
+            "echo %s > %s/udev_path" % (self.file, fio),
+        ]
+        for so in (rd, fio):
+            # emulate_model_alias: the SCSI model is the backstore's name
+            cmds += ["echo 1 > %s/enable" % so,
+                     "echo 1 > %s/attrib/emulate_model_alias" % so,
+                     "cat /proc/sys/kernel/random/uuid > %s/wwn/vpd_unit_serial" % so]
+        cmds += ["mkdir -p %s" % t, "echo 0 > %s/attrib/authentication" % t]
+        for lun, so in ((0, rd), (1, fio)):
+            cmds += ["mkdir %s/lun/lun_%d" % (t, lun),
+                     "ln -s %s %s/lun/lun_%d/%s" % (so, t, lun, os.path.basename(so))]
+        cmds += ["mkdir %s/np/%s:3260" % (t, self.addr),
+                 "echo 1 > %s/np/%s:3260/iser" % (t, self.addr),
+                 "mkdir %s" % acl]
+        for lun in (0, 1):
+            cmds += ["mkdir %s/lun_%d" % (acl, lun),
+                     "ln -s %s/lun/lun_%d %s/lun_%d/lun_%d" % (t, lun, acl, lun, lun)]
+        cmds += ["echo 1 > %s/enable" % t]
+        self.g.check("\n".join(cmds))
+
+    def teardown_configfs(self):
+        """Undo setup_configfs (and what targetcli's clearconfig undoes) in
+        reverse: mapped LUNs, ACLs, LUNs, portals, the TPG and target, then
+        the backstores and their HBAs."""
+        c, t = self.CFS, self.tpg
+        self.g.check(
+            "T=%s; C=%s\n"
+            "if [ -d $T ]; then\n"
+            "  echo 0 > $T/enable 2>/dev/null || true\n"
+            "  for m in $T/acls/*/lun_*; do [ -d $m ] || continue; "
+            "find $m -maxdepth 1 -type l -delete; rmdir $m; done\n"
+            "  for a in $T/acls/*; do [ -d $a ] && rmdir $a; done\n"
+            "  for l in $T/lun/lun_*; do [ -d $l ] || continue; "
+            "find $l -maxdepth 1 -type l -delete; rmdir $l; done\n"
+            "  for n in $T/np/*; do [ -d $n ] && rmdir $n; done\n"
+            "  rmdir $T %s/iscsi/%s\n"
+            "fi\n"
+            "for d in %s; do [ -d $C/$d ] && rmdir $C/$d; done\n"
+            "for h in $C/core/rd_mcp_0 $C/core/fileio_1; do [ -d $h ] && rmdir $h; done\n"
+            "true" % (t, c, c, self.iqn, " ".join(self.SO_DIRS.values())))
 
     def teardown(self):
         g = self.g
         try:
-            if g.run("[ -d /sys/kernel/config/target/iscsi ]").ok:
-                self.targetcli(["clearconfig confirm=True"])
-            left = g.run("ls /sys/kernel/config/target/iscsi 2>/dev/null | grep ^iqn; "
-                         "ls /sys/kernel/config/target/core 2>/dev/null | grep -v ^alua; true").out
+            if g.run("[ -d %s/iscsi ]" % self.CFS).ok:
+                if self.tool == "targetcli":
+                    self.targetcli(["clearconfig confirm=True"])
+                else:
+                    self.teardown_configfs()
+            left = g.run("ls %s/iscsi 2>/dev/null | grep ^iqn; "
+                         "ls %s/core 2>/dev/null | grep -v ^alua; true"
+                         % (self.CFS, self.CFS)).out
             assert not left.strip(), "LIO entries left in %s: %r" % (g.name, left)
         finally:
             # The fabric's configfs group holds a reference on iscsi_target_mod.
-            g.run("rmdir /sys/kernel/config/target/iscsi 2>/dev/null; "
-                  "rm -rf /run/sroce-lio; true")
+            g.run("rmdir %s/iscsi 2>/dev/null; rm -rf /run/sroce-lio; true" % self.CFS)
             if self.dbus:
                 # It leaves its pid file behind, and refuses to start again while it exists.
                 gone = kill_daemon(g, "dbus-daemon", "/run/dbus/pid /run/dbus/system_bus_socket")
