@@ -435,15 +435,10 @@ static struct notifier_block sroce_netdev_nb = {
 	.notifier_call = sroce_netdev_event,
 };
 
-struct workqueue_struct *sroce_wq;
-
 static int __init sroce_init(void)
 {
 	int err;
 
-	sroce_wq = alloc_workqueue("sroce", WQ_MEM_RECLAIM, 0);
-	if (!sroce_wq)
-		return -ENOMEM;
 	sroce_net_init_counters();
 	sroce_icrc_init();
 	sroce_cc_init();
@@ -464,7 +459,6 @@ static int __init sroce_init(void)
 
 out_icrc:
 	sroce_icrc_fini();
-	destroy_workqueue(sroce_wq);
 	return err;
 }
 
@@ -488,8 +482,6 @@ static void __exit sroce_exit(void)
 	sroce_resp_ack_fini();
 	/* Nor a packet to compute an ICRC for. */
 	sroce_icrc_fini();
-	/* Every QP cancelled its work items when it was destroyed. */
-	destroy_workqueue(sroce_wq);
 }
 
 module_init(sroce_init);

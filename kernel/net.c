@@ -513,8 +513,8 @@ static void sroce_tx_write_space(struct sock *sk)
 	if (qp && READ_ONCE(qp->tx_stalled) && !READ_ONCE(qp->dead) &&
 	    sk_wmem_alloc_get(sk) <= SROCE_TX_LOW * READ_ONCE(qp->tx_unit)) {
 		WRITE_ONCE(qp->tx_stalled, false);
-		queue_work(sroce_wq, &qp->req.work);
-		queue_delayed_work(sroce_wq, &qp->resp.work, 0);
+		queue_work(system_highpri_wq, &qp->req.work);
+		queue_delayed_work(system_highpri_wq, &qp->resp.work, 0);
 	}
 	rcu_read_unlock();
 }

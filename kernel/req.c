@@ -631,7 +631,7 @@ int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 psn,
 static void sroce_req_defer(struct sroce_qp *qp)
 {
 	if (!qp->dead)
-		queue_work(sroce_wq, &qp->req.work);
+		queue_work(system_highpri_wq, &qp->req.work);
 }
 
 /*

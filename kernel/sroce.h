@@ -877,15 +877,6 @@ static inline enum sroce_transport sroce_qp_transport(const struct sroce_qp *qp)
 /* main.c */
 void sroce_dealloc_driver(struct ib_device *ibdev);
 
-/*
- * The work items of QPs (req.work, resp.work, err_work): what a run in
- * softirq or a system call leaves over. Normal priority, so that a QP
- * with a long backlog shares the CPU with processes instead of starving
- * them; a rescuer, because storage traffic may have to drain while the
- * system reclaims memory.
- */
-extern struct workqueue_struct *sroce_wq;
-
 struct sroce_dev *sroce_dev_by_ndev_rcu(const struct net_device *ndev);
 void sroce_forget_devs(const struct net *net);
 
