@@ -337,6 +337,11 @@ def nvme_host(g, target):
 
 # ------------------------------------------------------------ iSER (LIO + open-iscsi)
 
+# LUN: (backstore kind, name); the configfs HBA directory of each kind.
+LIO_BACKSTORES = {0: ("ramdisk", "sroce_rd"), 1: ("fileio", "sroce_fio")}
+LIO_HBAS = {"ramdisk": "core/rd_mcp_0", "fileio": "core/fileio_1"}
+
+
 class LioIserTarget:
     """LIO in guest g: a ramdisk LUN (0) and a fileio LUN (1, a file on tmpfs),
     an ACL for the initiator's IQN, and one portal on g's IPv4 address with iSER
@@ -348,10 +353,12 @@ class LioIserTarget:
     Both end in the same kernel objects; configfs takes well under a second
     where each targetcli process takes 12-15 s under TCG."""
 
-    BACKSTORES = {0: ("ramdisk", "sroce_rd"), 1: ("fileio", "sroce_fio")}
+    BACKSTORES = LIO_BACKSTORES
     CFS = "/sys/kernel/config/target"
-    # configfs directories of the backstores: <plugin>_<HBA index>/<name>
-    SO_DIRS = {0: "core/rd_mcp_0/sroce_rd", 1: "core/fileio_1/sroce_fio"}
+    HBAS = LIO_HBAS
+    # configfs directories of the backstores: core/<plugin>_<HBA index>/<name>
+    SO_DIRS = {lun: "%s/%s" % (LIO_HBAS[kind], name)
+               for lun, (kind, name) in LIO_BACKSTORES.items()}
 
     def __init__(self, g, initiator, size_mb=64, tool="targetcli"):
         assert tool in ("targetcli", "configfs"), tool
@@ -460,9 +467,9 @@ class LioIserTarget:
             "  for n in $T/np/*; do [ -d $n ] && rmdir $n; done\n"
             "  rmdir $T %s/iscsi/%s\n"
             "fi\n"
-            "for d in %s; do [ -d $C/$d ] && rmdir $C/$d; done\n"
-            "for h in $C/core/rd_mcp_0 $C/core/fileio_1; do [ -d $h ] && rmdir $h; done\n"
-            "true" % (t, c, c, self.iqn, " ".join(self.SO_DIRS.values())))
+            "for d in %s %s; do [ -d $C/$d ] && rmdir $C/$d; done\n"
+            "true" % (t, c, c, self.iqn, " ".join(self.SO_DIRS.values()),
+                      " ".join(self.HBAS.values())))
 
     def teardown(self):
         g = self.g

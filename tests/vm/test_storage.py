@@ -308,8 +308,6 @@ def test_iser_io(request, pair):
     fio verifies both, logout: the session and the disks are gone."""
     t, h = pair.server.guest, pair.client.guest
     sw = st.Stopwatch()
-    acl = "/sys/kernel/config/target/iscsi/%s/tpgt_1/acls/%s/info" % (st.ISCSI_IQN,
-                                                                       st.initiator_iqn(h))
     with st.guest_state(t, h) as (ts, hs):
         # The recipe of Documentation/storage.rst (targetcli) once; the interop
         # pairs write the same objects into configfs, 25 s faster each.
@@ -317,6 +315,7 @@ def test_iser_io(request, pair):
         with st.lio_iser_target(t, st.initiator_iqn(h), ts, size_mb=DEV_MB,
                                 tool=tool) as tgt:
             sw.lap("target")
+            acl = "%s/acls/%s/info" % (tgt.tpg, st.initiator_iqn(h))
             with st.iser_initiator(h, tgt) as ini:
                 ini.login()
                 sw.lap("login")
