@@ -192,3 +192,7 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("rig: broken guests, report %d of %d" %
                                  (i + 1, len(RESTART_REPORTS)), sep="!")
         terminalreporter.line(msg)
+    for i, msg in enumerate(rigmod.BOOT_REPORTS):
+        terminalreporter.section("rig: boots tried again, report %d of %d" %
+                                 (i + 1, len(rigmod.BOOT_REPORTS)), sep="!")
+        terminalreporter.line(msg)
