@@ -29,7 +29,6 @@ with assertions).
 import argparse
 import json
 import os
-import re
 import statistics
 import sys
 import time
@@ -42,96 +41,13 @@ import guestrdma  # noqa: E402
 from guestrdma import rigmod  # noqa: E402
 
 PORTS = (18611, 18612)
-MARGIN = 2.0   # seconds left out at both ends of a window
-
-
-def sampler(cmd, path, interval):
-    """A guest shell loop: a "T <time>" line, then cmd's output, every interval s."""
-    return ("rm -f {p}; while :; do echo T $(date +%s.%N); {c}; sleep {i}; done > {p}"
-            .format(p=path, c=cmd, i=interval))
-
-
-def blocks(text):
-    """[(t, text)] of a sampler's output."""
-    out, t, cur = [], None, []
-    for line in text.splitlines():
-        if line.startswith("T "):
-            if t is not None:
-                out.append((t, "\n".join(cur)))
-            t, cur = float(line[2:]), []
-        else:
-            cur.append(line)
-    if t is not None:
-        out.append((t, "\n".join(cur)))
-    return out
-
-
-def qp_rows(text):
-    """{lqpn: (tx_bytes, limiter rate Mbit/s)} of the RC QPs in rdma res -dd output."""
-    rows = {}
-    for line in text.splitlines():
-        if "type RC" not in line:
-            continue
-        q = re.search(r"lqpn (\d+)", line)
-        b = re.search(r"drv_tx_bytes (\d+)", line)
-        r = re.search(r"drv_rate_mbps (\d+)", line)
-        if q and b:
-            rows[int(q.group(1))] = (int(b.group(1)), int(r.group(1)) if r else 0)
-    return rows
-
-
-def series(samples):
-    """Per-flow series from the sender's samples: {"t": [...], "flows": [{"qpn",
-    "t", "mbps", "limit"}]} with times relative to the first sample; rates
-    are the byte deltas between consecutive samples."""
-    t0 = samples[0][0]
-    order, data = [], {}
-    for t, text in samples:
-        for q, (b, lim) in qp_rows(text).items():
-            if q not in data:
-                order.append(q)
-                data[q] = []
-            data[q].append((t - t0, b, lim))
-    flows = []
-    for q in order:
-        pts = data[q]
-        f = {"qpn": q, "t": [], "mbps": [], "limit": [], "bytes": [(t, b) for t, b, _ in pts]}
-        for (ta, ba, _), (tb, bb, lim) in zip(pts, pts[1:]):
-            if tb > ta:
-                f["t"].append(tb)
-                f["mbps"].append((bb - ba) * 8 / (tb - ta) / 1e6)
-                f["limit"].append(lim)
-        flows.append(f)
-    return flows
-
-
-def active(flow):
-    """(first, last) time at which flow's byte counter moved."""
-    moved = [tb for (ta, ba), (tb, bb) in zip(flow["bytes"], flow["bytes"][1:]) if bb > ba]
-    return (min(moved), max(moved)) if moved else (None, None)
-
-
-def bytes_between(flow, t0, t1):
-    """Bytes flow sent between t0 and t1 (interpolated on its samples)."""
-    return counter_between(flow["bytes"], t0, t1)
-
-
-def counter_between(pts, t0, t1):
-    """How much the counter sampled as [(t, value)] grew between t0 and t1."""
-    def at(t):
-        if t <= pts[0][0]:
-            return pts[0][1]
-        for (ta, ba), (tb, bb) in zip(pts, pts[1:]):
-            if ta <= t <= tb:
-                return ba + (bb - ba) * (t - ta) / (tb - ta) if tb > ta else bb
-        return pts[-1][1]
-    return at(t1) - at(t0)
+MARGIN = bn.MARGIN
 
 
 def windows(flows):
     """{"A alone", "both", "B alone"}: (t0, t1) windows inside the flows' active
     times, MARGIN seconds in from each edge."""
-    (a0, a1), (b0, b1) = active(flows[0]), active(flows[1])
+    (a0, a1), (b0, b1) = bn.active(flows[0]), bn.active(flows[1])
     w = {"A alone": (a0 + MARGIN, b0 - MARGIN), "both": (b0 + MARGIN, a1 - MARGIN),
          "B alone": (a1 + MARGIN, b1 - MARGIN)}
     return {k: v for k, v in w.items() if v[1] - v[0] >= 1.0}
@@ -165,9 +81,9 @@ class CcBench:
                            timeout=60, what="both servers to listen")
         c0 = bn.counters(g1, dev)
         q0 = bn.qdisc_stats(g0.check("tc -s qdisc show dev vcc0 parent 1:1"))
-        s1 = g1.spawn(sampler("rdma resource show qp link %s -dd" % dev, "/tmp/cc-tx.txt",
+        s1 = g1.spawn(bn.sampler("rdma resource show qp link %s -dd" % dev, "/tmp/cc-tx.txt",
                               a.interval))
-        s0 = g0.spawn(sampler("tc -s qdisc show dev vcc0 parent 1:1", "/tmp/cc-q.txt",
+        s0 = g0.spawn(bn.sampler("tc -s qdisc show dev vcc0 parent 1:1", "/tmp/cc-q.txt",
                               a.interval))
         time.sleep(1)
         cmd = "ib_write_bw -d %s -i 1 -x %d -F %s -p %%d %s" % (dev, self.tx.gid["ipv4"],
@@ -182,10 +98,10 @@ class CcBench:
             s.wait(20)
         c1 = bn.counters(g1, dev)
         q1 = bn.qdisc_stats(g0.check("tc -s qdisc show dev vcc0 parent 1:1"))
-        tx = blocks(g1.check("cat /tmp/cc-tx.txt", timeout=60))
-        qs = blocks(g0.check("cat /tmp/cc-q.txt", timeout=60))
+        tx = bn.blocks(g1.check("cat /tmp/cc-tx.txt", timeout=60))
+        qs = bn.blocks(g0.check("cat /tmp/cc-q.txt", timeout=60))
         failed = [r for r in results if not r.ok]
-        flows = series(tx)
+        flows = bn.series(tx)
         run = {"mode": mode, "rep": rep, "failed": [(r.cmd, r.rc, r.err[-500:]) for r in failed],
                "counters": {k: bn.delta(c0, c1, k) for k in ("retry", "seq_nak_rcvd",
                                                              "rp_rate_reductions",
@@ -201,12 +117,12 @@ class CcBench:
             w = windows(flows)
             run["windows"] = w
             for name, (t0, t1) in w.items():
-                sent = [bytes_between(f, t0, t1) * 8 / (t1 - t0) / 1e6 for f in flows]
+                sent = [bn.bytes_between(f, t0, t1) * 8 / (t1 - t0) / 1e6 for f in flows]
                 if name == "A alone":
                     sent = sent[:1]
                 elif name == "B alone":
                     sent = sent[1:]
-                out = counter_between(delivered, t0, t1) * 8 / (t1 - t0) / 1e6
+                out = bn.counter_between(delivered, t0, t1) * 8 / (t1 - t0) / 1e6
                 run[name] = {"mbps": sent, "offered": sum(sent) / a.mbit,
                              "utilization": out / a.mbit}
                 if name == "both":

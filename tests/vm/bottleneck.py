@@ -8,6 +8,7 @@ namespace's subnet through guest 0, so its RoCE traffic to 10.98.0.2 crosses
 the bottleneck. The namespace has its own sroce device, sroce_cc, on vcc1.
 """
 import re
+import shlex
 
 from guestrdma import wait_for
 
@@ -34,6 +35,7 @@ CE_THRESHOLD = "3ms"
 QUEUE_PACKETS = 1000    # the CoDel queue's limit
 FRAME_BYTES = 1100      # a full data frame at RoCE MTU 1024 (the rig's MTU 1500)
 RX_ADDR = "10.98.0.2"
+MARGIN = 2.0   # seconds left out at the edges of a window of sampled rates
 
 
 def qp_timeout(mbit=MBIT):
@@ -120,12 +122,6 @@ def tear_down(router, sender, sender_dev):
     set_params(sender, sender_dev, PARAMS)
 
 
-def qp_bytes(text):
-    """{lqpn: drv_tx_bytes} of the RC QPs in "rdma resource show qp -dd" output."""
-    return {int(q): int(b) for q, b in
-            re.findall(r"lqpn (\d+) .*?type RC .*?drv_tx_bytes (\d+)", text)}
-
-
 def qdisc_stats(text):
     """From "tc -s qdisc show" of the CoDel queue: packets dropped (all), dropped
     because the queue was full (overlimit), marked CE, bytes sent, backlog."""
@@ -142,3 +138,112 @@ def qdisc_stats(text):
 def jain(xs):
     """Jain's fairness index of the rates xs (1: equal shares)."""
     return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs)) if any(xs) else 0.0
+
+
+def sampler(cmd, path, interval, rt=False):
+    """A guest shell loop: a "T <time>" line, then cmd's output, every interval s.
+    With rt the loop runs at SCHED_FIFO priority 1, so that busy-polling
+    perftest processes do not delay samples by seconds on a slow host (a
+    sample costs milliseconds of CPU)."""
+    loop = ("rm -f {p}; while :; do echo T $(date +%s.%N); {c}; sleep {i}; done > {p}"
+            .format(p=path, c=cmd, i=interval))
+    return "chrt -f 1 sh -c %s" % shlex.quote(loop) if rt else loop
+
+
+def blocks(text):
+    """[(t, text)] of a sampler's output."""
+    out, t, cur = [], None, []
+    for line in text.splitlines():
+        if line.startswith("T "):
+            if t is not None:
+                out.append((t, "\n".join(cur)))
+            t, cur = float(line[2:]), []
+        else:
+            cur.append(line)
+    if t is not None:
+        out.append((t, "\n".join(cur)))
+    return out
+
+
+def qp_rows(text):
+    """{lqpn: (tx_bytes, limiter rate Mbit/s)} of the RC QPs in rdma res -dd output."""
+    rows = {}
+    for line in text.splitlines():
+        if "type RC" not in line:
+            continue
+        q = re.search(r"lqpn (\d+)", line)
+        b = re.search(r"drv_tx_bytes (\d+)", line)
+        r = re.search(r"drv_rate_mbps (\d+)", line)
+        if q and b:
+            rows[int(q.group(1))] = (int(b.group(1)), int(r.group(1)) if r else 0)
+    return rows
+
+
+def series(samples):
+    """Per-flow series from the sender's samples: {"t": [...], "flows": [{"qpn",
+    "t", "mbps", "limit"}]} with times relative to the first sample; rates
+    are the byte deltas between consecutive samples."""
+    t0 = samples[0][0]
+    order, data = [], {}
+    for t, text in samples:
+        for q, (b, lim) in qp_rows(text).items():
+            if q not in data:
+                order.append(q)
+                data[q] = []
+            data[q].append((t - t0, b, lim))
+    flows = []
+    for q in order:
+        pts = data[q]
+        f = {"qpn": q, "t": [], "mbps": [], "limit": [], "bytes": [(t, b) for t, b, _ in pts]}
+        for (ta, ba, _), (tb, bb, lim) in zip(pts, pts[1:]):
+            if tb > ta:
+                f["t"].append(tb)
+                f["mbps"].append((bb - ba) * 8 / (tb - ta) / 1e6)
+                f["limit"].append(lim)
+        flows.append(f)
+    return flows
+
+
+def active(flow):
+    """(first, last) time at which flow's byte counter moved."""
+    moved = [tb for (ta, ba), (tb, bb) in zip(flow["bytes"], flow["bytes"][1:]) if bb > ba]
+    return (min(moved), max(moved)) if moved else (None, None)
+
+
+def bytes_between(flow, t0, t1):
+    """Bytes flow sent between t0 and t1 (interpolated on its samples)."""
+    return counter_between(flow["bytes"], t0, t1)
+
+
+def counter_between(pts, t0, t1):
+    """How much the counter sampled as [(t, value)] grew between t0 and t1."""
+    def at(t):
+        if t <= pts[0][0]:
+            return pts[0][1]
+        for (ta, ba), (tb, bb) in zip(pts, pts[1:]):
+            if ta <= t <= tb:
+                return ba + (bb - ba) * (t - ta) / (tb - ta) if tb > ta else bb
+        return pts[-1][1]
+    return at(t1) - at(t0)
+
+
+def both_active(flows, settle, shortest=3.0):
+    """(t0, t1): two of the sampler's times at both of which both flows had
+    sent and still had their QPs, for rates measured between exact samples (a
+    busy guest can leave seconds between samples: no interpolation). t1 is
+    the last such time; t0 the first, or the first settle s after it if that
+    leaves at least shortest s. None if no two such times are shortest s
+    apart. Fairness is judged over that whole span: under DCQCN two flows on a
+    slow host trade the lead for seconds at a time (0.8 against 21.8 Mbit/s
+    over 7 s, then the other way round). A flow that ended shortly before t1
+    (its QP outlives its last packet until perftest has reported) makes its
+    rate a little low."""
+    pts = [dict(f["bytes"]) for f in flows]
+    both = sorted(t for t in set(pts[0]) & set(pts[1]) if pts[0][t] > 0 and pts[1][t] > 0)
+    if not both:
+        return None
+    settled = [t for t in both if t >= both[0] + settle]
+    for t0 in settled[:1] + both[:1]:
+        if both[-1] - t0 >= shortest:
+            return (t0, both[-1])
+    return None
