@@ -53,6 +53,10 @@ class RigError(Exception):
     pass
 
 
+class AgentClosed(RigError):
+    """The agent's socket reached EOF."""
+
+
 # Boots that failed because a guest's QEMU exited before its agent answered,
 # and were tried once more (Rig.start): the reports, for a test session's
 # summary.
@@ -499,9 +503,8 @@ class Guest:
             try:
                 if self._await_agent(deadline, timeout):
                     return
-            except (ConnectionResetError, BrokenPipeError, RigError) as e:
-                if (isinstance(e, RigError) and "connection closed" not in str(e)) \
-                        or self.wedged:
+            except (ConnectionError, AgentClosed) as e:
+                if self.wedged:
                     raise
                 if self.qemu.poll() is not None:
                     raise self._exited_during_boot() from e
@@ -577,7 +580,7 @@ class Guest:
             except socket.timeout:
                 return None
             if not data:
-                raise RigError("%s: agent connection closed" % self.name)
+                raise AgentClosed("%s: agent connection closed" % self.name)
             self.rbuf += data
             if deadline and time.time() > deadline and b"\n" not in self.rbuf:
                 return None

@@ -25,6 +25,8 @@ def test_window_between_exact_samples_after_settling():
     assert [f["qpn"] for f in flows] == [5, 6]
     # From settle s after the first sample with both (2.0) to the last with both.
     assert bn.both_active(flows, settle=4) == (9.5, 15.0)
+    # The rates between them are exact at sample times.
+    assert [bn.bytes_between(f, 9.5, 15.0) for f in flows] == [450, 300]
     assert bn.both_active(flows, settle=0) == (2.0, 15.0)
     # Settling to 9.5 would leave less than 6 s.
     assert bn.both_active(flows, settle=4, shortest=6) == (2.0, 15.0)

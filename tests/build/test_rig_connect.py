@@ -23,6 +23,7 @@ class FakeQemu:
 
 class FakeRig:
     kvm = False
+    outdir = tempfile.gettempdir()
 
 
 def agent(path, drops):
@@ -62,12 +63,9 @@ def agent(path, drops):
 
 
 def guest(path):
-    g = rig.Guest.__new__(rig.Guest)
-    g.rig, g.name, g.dir = FakeRig(), "g0", tempfile.gettempdir()
+    g = rig.Guest(FakeRig(), 0)
     g.console = os.devnull
-    g.agent_path, g.qemu, g.sock, g.rbuf = path, FakeQemu(), None, b""
-    g.next_id, g.lock, g.wedged, g.stuck = 1, threading.Lock(), None, None
-    g.exited_during_boot = False
+    g.agent_path, g.qemu = path, FakeQemu()
     return g
 
 

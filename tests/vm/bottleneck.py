@@ -35,7 +35,6 @@ CE_THRESHOLD = "3ms"
 QUEUE_PACKETS = 1000    # the CoDel queue's limit
 FRAME_BYTES = 1100      # a full data frame at RoCE MTU 1024 (the rig's MTU 1500)
 RX_ADDR = "10.98.0.2"
-MARGIN = 2.0   # seconds left out at the edges of a window of sampled rates
 
 
 def qp_timeout(mbit=MBIT):
@@ -204,14 +203,9 @@ def series(samples):
     return flows
 
 
-def active(flow):
-    """(first, last) time at which flow's byte counter moved."""
-    moved = [tb for (ta, ba), (tb, bb) in zip(flow["bytes"], flow["bytes"][1:]) if bb > ba]
-    return (min(moved), max(moved)) if moved else (None, None)
-
-
 def bytes_between(flow, t0, t1):
-    """Bytes flow sent between t0 and t1 (interpolated on its samples)."""
+    """Bytes flow sent between t0 and t1 (interpolated on its samples; exact at
+    sample times)."""
     return counter_between(flow["bytes"], t0, t1)
 
 

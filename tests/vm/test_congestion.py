@@ -280,8 +280,7 @@ def two_flows(pair, rx_gid, seconds=22, wait=TIMEOUT, read=False, settle=4, mbit
     q1 = srv.guest.check("tc -s qdisc show dev vcc0 parent 1:1")
     flows = bn.series(bn.blocks(cli.guest.check("cat %s" % samples, timeout=60)))
     w = bn.both_active(flows, settle) if len(flows) == 2 else None
-    rates = [(dict(f["bytes"])[w[1]] - dict(f["bytes"])[w[0]]) * 8 / (w[1] - w[0]) / 1e6
-             for f in flows] if w else []
+    rates = [bn.bytes_between(f, *w) * 8 / (w[1] - w[0]) / 1e6 for f in flows] if w else []
     if rates:
         print("span %.1f-%.1f s of %d samples" % (w[0], w[1], len(flows[0]["bytes"])))
     else:
