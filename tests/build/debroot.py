@@ -40,14 +40,29 @@ def kernels_with_headers():
                   for p in glob.glob("/lib/modules/*/build/Makefile"))
 
 
+# One "make deb" and one DKMS root per test run: tests/build/test_deb.py and
+# tests/vm/test_packages.py both need them, and the tree does not change while
+# pytest runs (DKMS builds for two kernels take most of a minute under load).
+_DEBS = {}
+_ROOTS = {}
+
+
+def _stamp(paths):
+    return tuple((p, os.stat(p).st_mtime_ns, os.stat(p).st_size) for p in sorted(paths))
+
+
 def build_debs():
-    """make deb; returns {package: path of its .deb}."""
+    """make deb (once per process); returns {package: path of its .deb}."""
+    if _DEBS and all(os.path.exists(p) for p in _DEBS.values()):
+        return dict(_DEBS)
     subprocess.run(["make", "-s", "deb"], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
     debs = {}
     for p in PACKAGES:
         found = glob.glob(os.path.join(DEB_DIR, "%s_%s_*.deb" % (p, version())))
         assert len(found) == 1, (p, found)
         debs[p] = found[0]
+    _DEBS.clear()
+    _DEBS.update(debs)
     return debs
 
 
@@ -91,7 +106,15 @@ def module_path(kver, root=ROOT):
 
 def make_root(debs, kvers):
     """Unpack both packages into ROOT and have DKMS build and install sroce.ko
-    for each kernel in kvers. Returns {kver: path of the installed sroce.ko}."""
+    for each kernel in kvers. Returns {kver: path of the installed sroce.ko}.
+    A root made earlier in this process from the same .deb files, for these
+    kernels or more, is used again while its modules are still there."""
+    key = _stamp(debs.values())
+    for (k, have), mods in _ROOTS.items():
+        if k == key and set(kvers) <= set(have) and \
+                all(os.path.exists(mods[v]) for v in kvers):
+            return {v: mods[v] for v in kvers}
+    _ROOTS.clear()
     for d in (ROOT, WORK):
         shutil.rmtree(d, ignore_errors=True)
     os.makedirs(os.path.join(WORK, "tmp"))
@@ -110,6 +133,7 @@ def make_root(debs, kvers):
         assert r.returncode == 0 and os.path.exists(module_path(k)), \
             "dkms autoinstall -k %s:\n%s%s" % (k, r.stdout, r.stderr)
         mods[k] = module_path(k)
+    _ROOTS[(key, tuple(kvers))] = dict(mods)
     return mods
 
 
