@@ -4,7 +4,10 @@ import os
 import re
 import time
 
-from guestrdma import REPO, client_server, configure, rigmod, unload_all_rdma_links, wait_for
+import pytest
+
+from guestrdma import (REPO, client_server, configure_each, rigmod, unload_all_rdma_links,
+                       wait_for)
 
 
 def test_guests_share_one_link(rig):
@@ -50,34 +53,42 @@ def test_console_detector_catches_kernel_warnings(rig):
     g.mark_console()  # do not fail this test for the line it injected on purpose
 
 
-def test_boot_options(tmp_path):
+@pytest.fixture(scope="module")
+def own_rig():
+    """One guest of its own, booted with options: test_boot_options checks that
+    they arrive, then test_broken_guests_are_detected_and_replaced breaks it
+    (one boot for both; the session rig stays up meanwhile)."""
+    r = rigmod.Rig(guests=1, mtu=9000, netem={0: "delay 2ms"}, kargs="sroce_rig_selftest=1",
+                   wire_priority=True, outdir=os.path.join(REPO, "build", "vm", "test-own"))
+    with r:
+        yield r
+
+
+def test_boot_options(own_rig):
     """MTU, netem and extra kernel arguments given to the rig reach the guest;
     wire_priority puts QEMU's main thread, and no other, under SCHED_FIFO (the
     threads QEMU starts for the guest's file I/O meanwhile do not inherit it)."""
-    r = rigmod.Rig(guests=1, mtu=9000, netem={0: "delay 2ms"}, kargs="sroce_rig_selftest=1",
-                   wire_priority=True, outdir=os.path.join(REPO, "build", "vm", "test-options"))
-    with r:
-        g = r[0]
-        assert g.check("cat /sys/class/net/eth0/mtu").strip() == "9000"
-        assert "netem" in g.check("tc qdisc show dev eth0")
-        assert "sroce_rig_selftest=1" in g.check("cat /proc/cmdline")
-        assert "slub_debug=FZPU" in g.check("cat /proc/cmdline")
-        g.check("cat /src/Makefile /src/README.md >/dev/null")
-        policy = {}
-        for t in map(int, os.listdir("/proc/%d/task" % g.qemu.pid)):
-            try:
-                policy[t] = os.sched_getscheduler(t) & ~os.SCHED_RESET_ON_FORK
-            except ProcessLookupError:
-                pass    # an idle I/O worker that has just ended
-        assert policy.pop(g.qemu.pid) == os.SCHED_FIFO
-        assert policy and set(policy.values()) == {os.SCHED_OTHER}, policy
-        bad = r.bad_console_lines()
-    assert bad == []
+    r = own_rig
+    g = r[0]
+    assert g.check("cat /sys/class/net/eth0/mtu").strip() == "9000"
+    assert "netem" in g.check("tc qdisc show dev eth0")
+    assert "sroce_rig_selftest=1" in g.check("cat /proc/cmdline")
+    assert "slub_debug=FZPU" in g.check("cat /proc/cmdline")
+    g.check("cat /src/Makefile /src/README.md >/dev/null")
+    policy = {}
+    for t in map(int, os.listdir("/proc/%d/task" % g.qemu.pid)):
+        try:
+            policy[t] = os.sched_getscheduler(t) & ~os.SCHED_RESET_ON_FORK
+        except ProcessLookupError:
+            pass    # an idle I/O worker that has just ended
+    assert policy.pop(g.qemu.pid) == os.SCHED_FIFO
+    assert policy and set(policy.values()) == {os.SCHED_OTHER}, policy
+    assert r.bad_console_lines() == []
 
 
 def test_rxe_rc_pingpong_proves_the_rig(rig):
     """rdma_rxe in both guests, ibv_rc_pingpong between them (both check the data, -c)."""
-    srv, cli = [configure(g, "rxe") for g in rig.guests]
+    srv, cli = configure_each(rig.guests, "rxe")
     try:
         def cmd(side, host=""):
             return "ibv_rc_pingpong -d %s -c -s 4096 -n 200 -g %d %s" % (
@@ -93,58 +104,57 @@ def test_rxe_rc_pingpong_proves_the_rig(rig):
             unload_all_rdma_links(g)
 
 
-def test_broken_guests_are_detected_and_replaced():
+def test_broken_guests_are_detected_and_replaced(own_rig):
     """The two ways a guest stops being usable, seen and repaired by the rig (the
     session fixture reboots on them, see conftest.restart_if_unhealthy): an agent
     that gives no answer in time, and a command that cannot be killed (here dd on
     a suspended device-mapper device: a task in state D)."""
-    r = rigmod.Rig(guests=1, outdir=os.path.join(REPO, "build", "vm", "test-broken"))
-    with r:
-        g = r[0]
-        assert r.health() == {}
-        try:
-            g.request({"op": "run", "cmd": "sleep 5", "timeout": 10}, timeout=1)
-            raise AssertionError("the agent answered a 5 s command within 1 s")
-        except rigmod.RigError as e:
-            assert "no answer" in str(e), e
-        t0 = time.time()
-        try:
-            g.run("true")
-            raise AssertionError("a wedged guest took a request")
-        except rigmod.RigError as e:
-            assert "not asked" in str(e) and time.time() - t0 < 1, e
-        assert "no answer" in r.health()["g0"]
+    r = own_rig
+    g = r[0]
+    assert r.health() == {}
+    try:
+        g.request({"op": "run", "cmd": "sleep 5", "timeout": 10}, timeout=1)
+        raise AssertionError("the agent answered a 5 s command within 1 s")
+    except rigmod.RigError as e:
+        assert "no answer" in str(e), e
+    t0 = time.time()
+    try:
+        g.run("true")
+        raise AssertionError("a wedged guest took a request")
+    except rigmod.RigError as e:
+        assert "not asked" in str(e) and time.time() - t0 < 1, e
+    assert "no answer" in r.health()["g0"]
 
-        kept = r.restart()
-        assert os.path.isdir(os.path.join(kept, "g0")), kept
-        assert r.health() == {} and r.restarts == 1
-        assert g.check("echo fresh").strip() == "fresh"
+    kept = r.restart()
+    assert os.path.isdir(os.path.join(kept, "g0")), kept
+    assert r.health() == {} and r.restarts == 1
+    assert g.check("echo fresh").strip() == "fresh"
 
-        # no udev in the guests: the node is devtmpfs's /dev/dm-MINOR
-        minor = g.check(
-            "modprobe loop && modprobe dm-mod && truncate -s 8M /tmp/d.img && dmsetup create "
-            "--noudevsync stuck --table \"0 16384 linear $(losetup -f --show /tmp/d.img) 0\" && "
-            "dmsetup suspend --noudevsync stuck && "
-            "dmsetup info -c --noheadings -o minor stuck").strip()
-        res = g.run("dd if=/dev/dm-%s of=/dev/null bs=4096 count=1 iflag=direct" % minor,
-                    timeout=3)
-        assert res.timeout and res.rc == 124, res
-        assert "cannot be reaped" in res.err and "state D" in res.err, res
-        assert "dd" in g.stuck, g.stuck
-        assert g.check("echo still-serving").strip() == "still-serving"
-        assert list(r.health()) == ["g0"]
+    # no udev in the guests: the node is devtmpfs's /dev/dm-MINOR
+    minor = g.check(
+        "modprobe loop && modprobe dm-mod && truncate -s 8M /tmp/d.img && dmsetup create "
+        "--noudevsync stuck --table \"0 16384 linear $(losetup -f --show /tmp/d.img) 0\" && "
+        "dmsetup suspend --noudevsync stuck && "
+        "dmsetup info -c --noheadings -o minor stuck").strip()
+    res = g.run("dd if=/dev/dm-%s of=/dev/null bs=4096 count=1 iflag=direct" % minor,
+                timeout=3)
+    assert res.timeout and res.rc == 124, res
+    assert "cannot be reaped" in res.err and "state D" in res.err, res
+    assert "dd" in g.stuck, g.stuck
+    assert g.check("echo still-serving").strip() == "still-serving"
+    assert list(r.health()) == ["g0"]
 
-        # A command that only runs out of time reports the tasks then blocked.
-        res = g.run("sleep 30", timeout=2)
-        assert res.timeout and "tasks blocked in the kernel" in res.err, res
-        assert re.search(r"task \d+ \(dd\) state D:\n", res.err), res
+    # A command that only runs out of time reports the tasks then blocked.
+    res = g.run("sleep 30", timeout=2)
+    assert res.timeout and "tasks blocked in the kernel" in res.err, res
+    assert re.search(r"task \d+ \(dd\) state D:\n", res.err), res
 
-        # The hung-task detector's console line (the same dd, seen as hung within
-        # seconds) brings the stacks of the blocked tasks and marks the guest.
-        g.stuck = None
-        g.mark_console()
-        g.check("echo 2 > /proc/sys/kernel/hung_task_timeout_secs")
-        lines = wait_for(lambda: [ln for ln in g.bad_console_lines() if " state D:" in ln],
-                         timeout=30, what="hung task report with stacks")
-        assert any(re.search(r"task \d+ \(dd\) state D:$", ln) for ln in lines), lines
-        assert "hung" in g.stuck and list(r.health()) == ["g0"], g.stuck
+    # The hung-task detector's console line (the same dd, seen as hung within
+    # seconds) brings the stacks of the blocked tasks and marks the guest.
+    g.stuck = None
+    g.mark_console()
+    g.check("echo 2 > /proc/sys/kernel/hung_task_timeout_secs")
+    lines = wait_for(lambda: [ln for ln in g.bad_console_lines() if " state D:" in ln],
+                     timeout=30, what="hung task report with stacks")
+    assert any(re.search(r"task \d+ \(dd\) state D:$", ln) for ln in lines), lines
+    assert "hung" in g.stuck and list(r.health()) == ["g0"], g.stuck
