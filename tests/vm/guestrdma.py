@@ -7,7 +7,9 @@ how the guest consoles are watched meanwhile is said here, once:
 
   configure(g, kind)            every RDMA link in g removed, one device of
                                 kind ("sroce" or "rxe") added on eth0, its
-                                RoCE v2 GIDs waited for: a Side
+                                RoCE v2 GIDs waited for: a Side (the other
+                                kind's module unloaded, this kind's kept)
+  configure_each(guests, kinds) configure() in all of them at once: Sides
   unload_all_rdma_links(g)      no RDMA link, sroce and rdma_rxe unloaded
   add_link(g, name, netdev, kind)
   gid_index(g, dev, ipv6)       the RoCE v2 GID of g's link address, now
@@ -39,6 +41,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -89,17 +92,22 @@ def loaded_build_id(g):
 
 # ------------------------------------------------------------ devices
 
-def unload_all_rdma_links(g):
-    """Remove every RDMA link and unload sroce and rdma_rxe, so a test starts clean."""
+MODULES = {"sroce": "sroce", "rxe": "rdma_rxe"}
+
+
+def unload_all_rdma_links(g, keep=None):
+    """Remove every RDMA link and unload sroce and rdma_rxe, so a test starts
+    clean; with keep (a kind), that kind's module stays loaded if it is."""
     # Neither module loaded: no such link exists, and nothing need be started.
     if not re.search(r"^(sroce|rdma_rxe) ", g.read_file("/proc/modules"), re.M):
         return
+    others = [m for k, m in sorted(MODULES.items()) if k != keep]
     # "link sroce0/1 state ACTIVE ..." per port: every device once. Its stdout
-    # is lsmod's: the modules still loaded.
+    # is lsmod's: the modules that must be gone but are still loaded.
     r = g.run("for d in $(rdma link show 2>/dev/null | awk '$1 == \"link\" "
-              "{ sub(\"/.*\", \"\", $2); print $2 }' | sort -u); do rdma link del $d; done; "
-              "modprobe -r sroce 2>/dev/null; modprobe -r rdma_rxe 2>/dev/null; "
-              "lsmod | grep -E '^(sroce|rdma_rxe) '; true", timeout=120)
+              "{ sub(\"/.*\", \"\", $2); print $2 }' | sort -u); do rdma link del $d; done; " +
+              "".join("modprobe -r %s 2>/dev/null; " % m for m in others) +
+              "lsmod | grep -E '^(%s) '; true" % "|".join(others), timeout=120)
     assert r.out == "", "%s: modules still loaded: %s" % (g.name, r.out)
 
 
@@ -178,14 +186,46 @@ class Side:
 
 
 def configure(g, kind="sroce", families=FAMILIES):
-    """Unload every RDMA link in g, then add the one device of kind on eth0 and
-    wait for its RoCE v2 GIDs of families; returns its Side."""
-    unload_all_rdma_links(g)
+    """Remove every RDMA link in g, then add the one device of kind on eth0 and
+    wait for its RoCE v2 GIDs of families; returns its Side. The other kind's
+    module is unloaded; this kind's stays loaded if it was (a module load and
+    unload take about a second under TCG: suites unload at their end)."""
+    unload_all_rdma_links(g, keep=kind)
     if kind == "rxe":
         g.check("modprobe rdma_rxe")
     dev = add_link(g, DEVNAME[kind], "eth0", kind)
     gid = wait_gids(g, dev, families)
     return Side(g, kind, dev, gid, active_mtu(g, dev))
+
+
+def on_each(fn, args):
+    """fn(a) for every a in args at once, one thread each (commands in
+    different guests run side by side: each guest has its own CPU); the
+    results in order. The first exception raised is raised again here."""
+    results, errors = [None] * len(args), [None] * len(args)
+
+    def run(i, a):
+        try:
+            results[i] = fn(a)
+        except BaseException as e:  # raised again below, in the caller
+            errors[i] = e
+    threads = [threading.Thread(target=run, args=(i, a)) for i, a in enumerate(args)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for e in errors:
+        if e is not None:
+            raise e
+    return results
+
+
+def configure_each(guests, kinds, families=FAMILIES):
+    """configure() in every guest at once (kinds: one kind for all, or one per
+    guest): their Sides, in order."""
+    if isinstance(kinds, str):
+        kinds = [kinds] * len(guests)
+    return on_each(lambda gk: configure(gk[0], gk[1], families), list(zip(guests, kinds)))
 
 
 # ------------------------------------------------------------ consoles

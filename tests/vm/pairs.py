@@ -19,7 +19,7 @@ import os
 
 import pytest
 
-from guestrdma import configure, console_guard, unload_all_rdma_links
+from guestrdma import configure_each, console_guard, on_each, unload_all_rdma_links
 
 BASELINE = os.environ.get("SROCE_TEST_RXE_BASELINE") == "1"
 _NO_BASELINE = "rxe harness baseline: set SROCE_TEST_RXE_BASELINE=1"
@@ -53,14 +53,13 @@ class Pair:
 def configure_pair(rig, kinds):
     """Guest 0 and 1 get one device each of kinds[0] and kinds[1]: a Pair."""
     with console_guard(rig, "configuring " + "-".join(kinds)):
-        return Pair(*[configure(g, k) for g, k in zip(rig.guests, kinds)])
+        return Pair(*configure_each(rig.guests[:len(kinds)], kinds))
 
 
 def unconfigure(rig, guests, what):
     """No RDMA link left in guests (and a clean console meanwhile)."""
     with console_guard(rig, "removing " + what):
-        for g in guests:
-            unload_all_rdma_links(g)
+        on_each(unload_all_rdma_links, list(guests))
 
 
 @pytest.fixture(scope="module", params=PAIRS)

@@ -24,7 +24,7 @@ import pytest
 
 import bottleneck as bn
 from bottleneck import CC, PARAMS, counters, delta, jain, set_params
-from guestrdma import (Capture, client_server, configure, console_guard, gid_index, wait_all,
+from guestrdma import (Capture, client_server, configure_each, console_guard, gid_index, wait_all,
                        wait_for)
 from pairs import Pair, unconfigure
 
@@ -39,7 +39,7 @@ def ib_write_bw(side, gid, extra="", host=""):
 def sroce_pair(rig):
     """sroce in both guests; every test leaves the parameters at their defaults."""
     with console_guard(rig, "configuring sroce-sroce for congestion control"):
-        p = Pair(*[configure(g, "sroce") for g in rig.guests])
+        p = Pair(*configure_each(rig.guests, "sroce"))
     yield p
     unconfigure(rig, rig.guests, "sroce-sroce (congestion control)")
 
@@ -395,7 +395,7 @@ def test_interop_with_rxe_with_ecn_on(rig, kinds):
     has destroyed its QP would fail ibv_rc_pingpong on any RC transport (rxe's
     pingpong packets are Not-ECT)."""
     with console_guard(rig, "configuring " + "-".join(kinds)):
-        p = Pair(*[configure(g, k) for g, k in zip(rig.guests, kinds)])
+        p = Pair(*configure_each(rig.guests, kinds))
     srv, cli = p.server, p.client
     try:
         mark_ect_only(cli.guest, "eth0", 10)

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from guestrdma import (TOOLS, client_server, configure, listening, sysfs,
-                       unload_all_rdma_links, wait_all, wait_for)
+from guestrdma import (TOOLS, client_server, configure, configure_each, listening, on_each,
+                       sysfs, unload_all_rdma_links, wait_all, wait_for)
 
 
 def _counter(g, name, dev="sroce0"):
@@ -34,7 +34,7 @@ def _stalled_and_down(g, before):
 def _works_again(g0, g1):
     """A fresh device in both guests carries a verified ibv_rc_pingpong; then
     both are unloaded again."""
-    sides = [configure(g) for g in (g0, g1)]
+    sides = configure_each((g0, g1), "sroce")
     wait_for(lambda: g0.run("ping -c1 -W1 %s" % g1.ip4).ok, timeout=30, what="ping")
     srv, cli = client_server(
         g0, "ibv_rc_pingpong -d sroce0 -g %d -c -n 20" % sides[0].gid["ipv4"],
@@ -42,14 +42,13 @@ def _works_again(g0, g1):
         port=18515)
     assert srv.ok and cli.ok, (srv, cli)
     assert "20 iters in" in cli.out, cli
-    for g in (g0, g1):
-        unload_all_rdma_links(g)
+    on_each(unload_all_rdma_links, (g0, g1))
 
 
 def _write_bw(g0, g1, port, args):
     """ib_write_bw with args from g0 to a server on g1 (both on sroce0): the
     server's and the client's Procs, once the client has been started."""
-    gid0, gid1 = [configure(g).gid["ipv4"] for g in (g0, g1)]
+    gid0, gid1 = [s.gid["ipv4"] for s in configure_each((g0, g1), "sroce")]
     srv = g1.spawn("ib_write_bw -d sroce0 -x %d %s -p %d" % (gid1, args, port))
     try:
         wait_for(lambda: listening(g1, port), timeout=60, what="perftest server listening")
@@ -67,7 +66,7 @@ def test_teardown_under_traffic(rig, how):
     RC traffic in both directions: removal completes, the kernel stays clean (the
     console check), and a fresh device carries verified traffic again."""
     g0, g1 = rig[0], rig[1]
-    gid0, gid1 = [configure(g).gid["ipv4"] for g in (g0, g1)]
+    gid0, gid1 = [s.gid["ipv4"] for s in configure_each((g0, g1), "sroce")]
     if how == "netdev-down":
         # The flap must not take the guest's IPv6 address with it (later
         # suites use its GID).
