@@ -27,14 +27,17 @@ TEST_TIMEOUT = 600
 
 # SROCE_TEST_SUBSET=1 (make test on the kernels other than the default one):
 # device lifecycle, pingpongs and perftest, the verbs breadth tool (resize,
-# rereg, parent domains, ATOMIC WRITE), rdma_cm, NVMe-oF, teardown and
-# namespaces, ECN/CNPs and VLAN priorities, sroce<->sroce (the default
-# kernel's run covers interop with rdma_rxe and the rest). Not rdma-core's
-# pyverbs suite (a minute: its breadth is the module's own logic, which the
-# default kernel's run checks; the kernel-facing calls it makes are the ones
-# the tools above make too), nor teardown under traffic by rmmod (link-del
-# under traffic, then the rmmod tests of test_device). Patterns on the test's
-# node ID (fnmatch).
+# rereg, parent domains, ATOMIC WRITE), rdma_cm, NVMe-oF I/O and target
+# removal, teardown and namespaces, VLAN priorities of data and CNPs,
+# sroce<->sroce (the default kernel's run covers interop with rdma_rxe and the
+# rest). Not rdma-core's pyverbs suite (a minute: its breadth is the module's
+# own logic, which the default kernel's run checks; the kernel-facing calls it
+# makes are the ones the tools above make too), nor teardown under traffic by
+# rmmod (link-del under traffic, then the rmmod tests of test_device), nor the
+# ECN/CNP exchange (sroce's own header and counter code; the VLAN test sends
+# CNPs through the kernel's egress path) or NVMe-oF reconnects (what sroce
+# sees of them, QPs destroyed and made again under rdma_cm, the target removal
+# test does too). Patterns on the test's node ID (fnmatch).
 SUBSET = os.environ.get("SROCE_TEST_SUBSET") == "1"
 SUBSET_TESTS = [
     "test_rig.py::test_guests_share_one_link",
@@ -64,7 +67,6 @@ SUBSET_TESTS = [
     "test_rdmacm.py::test_ucmatose[[]sroce-sroce-*]",
     "test_rdmacm.py::test_perftest_rdma_cm[[]sroce-sroce-write_bw]",
     "test_storage.py::TestNvmeRdma::test_io[[]sroce-sroce]",
-    "test_storage.py::TestNvmeRdma::test_reconnect[[]sroce-sroce]",
     "test_storage.py::TestNvmeRdma::test_target_link_del_under_io[[]sroce-sroce]",
     # rmmod and netdev-down run on the default kernel only
     "test_teardown.py::test_teardown_under_traffic[[]link-del]",
@@ -74,7 +76,6 @@ SUBSET_TESTS = [
     "test_netns.py::test_perftest_between_namespaces[[]write_bw]",
     "test_netns.py::test_rping_between_namespaces",
     "test_netns.py::test_delete_namespace_under_traffic",
-    "test_congestion.py::test_ce_marks_make_cnps_that_cut_the_rate",
     "test_congestion.py::test_vlan_pcp_follows_sl_and_cnp_prio",
 ]
 
