@@ -44,7 +44,7 @@ def kernels_with_headers():
 # tests/vm/test_packages.py both need them, and the tree does not change while
 # pytest runs (DKMS builds for two kernels take most of a minute under load).
 _DEBS = {}
-_ROOTS = {}
+_ROOT = {}   # "made": (_stamp() of the .debs, {kver: sroce.ko}) of what ROOT holds
 
 
 def _stamp(paths):
@@ -110,11 +110,10 @@ def make_root(debs, kvers):
     A root made earlier in this process from the same .deb files, for these
     kernels or more, is used again while its modules are still there."""
     key = _stamp(debs.values())
-    for (k, have), mods in _ROOTS.items():
-        if k == key and set(kvers) <= set(have) and \
-                all(os.path.exists(mods[v]) for v in kvers):
-            return {v: mods[v] for v in kvers}
-    _ROOTS.clear()
+    made, have = _ROOT.get("made", (None, {}))
+    if made == key and set(kvers) <= set(have) and all(map(os.path.exists, have.values())):
+        return {k: have[k] for k in kvers}
+    _ROOT.clear()
     for d in (ROOT, WORK):
         shutil.rmtree(d, ignore_errors=True)
     os.makedirs(os.path.join(WORK, "tmp"))
@@ -133,7 +132,7 @@ def make_root(debs, kvers):
         assert r.returncode == 0 and os.path.exists(module_path(k)), \
             "dkms autoinstall -k %s:\n%s%s" % (k, r.stdout, r.stderr)
         mods[k] = module_path(k)
-    _ROOTS[(key, tuple(kvers))] = dict(mods)
+    _ROOT["made"] = (key, dict(mods))
     return mods
 
 

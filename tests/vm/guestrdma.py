@@ -52,9 +52,10 @@ import rig as rigmod  # noqa: E402
 
 # The user-space tools as the guests see the source tree (/src).
 TOOLS = "/src/build/cmake/userspace/tools"
-# The device each kind gets in these suites (sroce and rdma_rxe cannot share a
-# guest: both bind UDP 4791).
+# The device each kind gets in these suites, and its module (sroce and rdma_rxe
+# cannot share a guest: both bind UDP 4791).
 DEVNAME = {"sroce": "sroce0", "rxe": "rxe0"}
+MODULES = {"sroce": "sroce", "rxe": "rdma_rxe"}
 FAMILIES = ("ipv4", "ipv6")
 # ibverbs-utils pingpongs and perftest exchange QP numbers over TCP on this
 # port (their default) before any RDMA traffic flows.
@@ -92,14 +93,12 @@ def loaded_build_id(g):
 
 # ------------------------------------------------------------ devices
 
-MODULES = {"sroce": "sroce", "rxe": "rdma_rxe"}
-
-
 def unload_all_rdma_links(g, keep=None):
     """Remove every RDMA link and unload sroce and rdma_rxe, so a test starts
     clean; with keep (a kind), that kind's module stays loaded if it is."""
     # Neither module loaded: no such link exists, and nothing need be started.
-    if not re.search(r"^(sroce|rdma_rxe) ", g.read_file("/proc/modules"), re.M):
+    if not re.search(r"^(%s) " % "|".join(MODULES.values()), g.read_file("/proc/modules"),
+                     re.M):
         return
     others = [m for k, m in sorted(MODULES.items()) if k != keep]
     # "link sroce0/1 state ACTIVE ..." per port: every device once. Its stdout
