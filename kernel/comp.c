@@ -217,6 +217,7 @@ static bool sroce_req_waiting(struct sroce_qp *qp)
 static void sroce_comp_progress(struct sroce_qp *qp)
 {
 	qp->comp.retry_left = qp->retry_cnt;
+	qp->comp.rnr_left = qp->rnr_retry;
 	qp->comp.retry_shift = 0;
 	if (!sroce_req_outstanding(qp))
 		del_timer(&qp->comp.retry_timer);
@@ -368,7 +369,9 @@ static void sroce_comp_rnr(struct sroce_qp *qp, u32 psn, u32 us)
 	struct sroce_swqe *wqe;
 
 	sroce_cnt_inc(qp->sdev, SROCE_CNT_RNR_NAK_RCVD);
-	sroce_comp_ack_upto(qp, sroce_psn_add(psn, SROCE_PSN_MAX));
+	/* What it acknowledges before @psn is progress: fresh budgets. */
+	if (sroce_comp_ack_upto(qp, sroce_psn_add(psn, SROCE_PSN_MAX)))
+		sroce_comp_progress(qp);
 	wqe = sroce_wqe_by_psn(qp, psn);
 	if (!wqe)
 		return;

@@ -70,7 +70,7 @@ LOOPBACK_CASES = [
     "ud_send", "ud_send_imm", "srq_shared", "srq_limit", "err_bad_rkey",
     "err_read_out_of_bounds", "err_write_no_remote_access", "err_bad_lkey",
     "err_bad_lkey_after_writes", "err_recv_too_small", "err_rnr_retry_exceeded", "err_rnr_retry_recovers",
-    "err_flush_on_error", "comp_channel",
+    "err_rnr_retry_per_message", "err_flush_on_error", "comp_channel",
 ]
 LOOPBACK_IPV6 = ["rc_send", "rc_read", "uc_send", "ud_send", "ud_send_imm"]
 # `sroce-rdma-test --list --client x`

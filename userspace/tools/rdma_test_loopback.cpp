@@ -1074,6 +1074,39 @@ void case_err_rnr_retry_recovers(Dev &d)
 	dst.check("late receive");
 }
 
+/*
+ * rnr_retry counts RNR NAKs per message, not per connection: the budget is
+ * whole again after each message goes through. rdma_cm gives QPs the
+ * longest RNR timer (0: 655 ms), so each receive posted 100 ms after its send
+ * is in place for the first retry. With rnr_retry 1, the second message's
+ * RNR NAK would end the QP if the first one's were still counted.
+ */
+void case_err_rnr_retry_per_message(Dev &d)
+{
+	ConnOpts ca, cb;
+	ca.rnr_retry = 1;
+	cb.min_rnr_timer = 0;
+	Pair p = make_pair(d, EpOpts{}, EpOpts{}, ca, cb);
+	Buf src(d, 3 * 1024, "src"), dst(d, 3 * 1024, "dst");
+	for (int i = 0; i < 3; i++) {
+		const uint64_t id = 0x2680 + 2 * i;
+		const auto msg = pattern(1024, id);
+		src.put(i * 1024, msg);
+		struct ibv_sge sg = src.sge(i * 1024, 1024);
+		struct ibv_send_wr wr = send_wr(id + 1, IBV_WR_SEND, &sg, 1);
+		post_send(p.a, &wr);
+		const std::string n = "message " + std::to_string(i + 1) + " of 3";
+		expect_quiet(p.a.scq, 100, "send without a receive, " + n);
+		post_recv(p.b, id, dst.sge(i * 1024, 1024));
+		check_wc(wait_one(p.a.scq, "send"), "send after the late receive, " + n, id + 1,
+			 IBV_WC_SUCCESS, IBV_WC_SEND);
+		check_recv(wait_one(p.b.rcq, "recv"), "late receive, " + n, id, IBV_WC_RECV,
+			   1024, p.b.qpn());
+		dst.want(i * 1024, msg);
+	}
+	dst.check("late receives");
+}
+
 void case_err_flush_on_error(Dev &d)
 {
 	Pair p = rc_pair(d);
@@ -1179,6 +1212,7 @@ const std::vector<LoopCase> LOOP_CASES = {
 	{"err_recv_too_small", case_err_recv_too_small},
 	{"err_rnr_retry_exceeded", case_err_rnr_retry_exceeded},
 	{"err_rnr_retry_recovers", case_err_rnr_retry_recovers},
+	{"err_rnr_retry_per_message", case_err_rnr_retry_per_message},
 	{"err_flush_on_error", case_err_flush_on_error},
 	{"comp_channel", case_comp_channel},
 };

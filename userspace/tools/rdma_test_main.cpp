@@ -26,9 +26,9 @@
  * a reply through ibv_create_ah_from_wc) and with immediate; an SRQ shared
  * by two QPs, the SRQ limit event; errors: wrong rkey, READ out of bounds,
  * WRITE without REMOTE_WRITE, bad lkey, receive buffer too small, RNR retry
- * exceeded and RNR retry recovering, flush of posted receives on ERR;
- * completion channel events. Two-host cases: RC SEND, WRITE, READ,
- * atomics, READ + fenced SEND; UC SEND, WRITE; UD SEND.
+ * exceeded, RNR retry recovering and its budget renewed per message, flush
+ * of posted receives on ERR; completion channel events. Two-host cases: RC
+ * SEND, WRITE, READ, atomics, READ + fenced SEND; UC SEND, WRITE; UD SEND.
  *
  * Every receive area is filled with a sentinel first and compared whole
  * with what it must hold afterwards, so writes out of place are found too.
