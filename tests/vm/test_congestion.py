@@ -314,8 +314,9 @@ def test_dcqcn_shares_a_bottleneck_without_loss(sroce_pair, bottleneck):
     both flows ran; above 100 % when a sample's counters were read seconds
     after its timestamp); the test asks for 60 % (a benchmark, not a timing
     assertion, measures the rest: make bench-cc). The flows run 34 s: on a
-    slow host the flows trade the lead for seconds at a time, and two CI runs
-    with 22 s flows (18 s of both, 6-7 samples) judged 0.81 and 0.79."""
+    slow host they trade the lead for seconds at a time, and two fresh-clone
+    runs of make test with 22 s flows (18 s of both, 6-7 samples) judged 0.81
+    and 0.79."""
     results, rates, d, q0, q1 = two_flows(sroce_pair, bottleneck, seconds=34)
     print("rates %s Mbit/s (%.0f %% of %d), Jain %.3f, retry %d, seq_nak %d, of %d packets"
           % (rates, 100 * sum(rates) / bn.MBIT, bn.MBIT, jain(rates), d["retry"],
