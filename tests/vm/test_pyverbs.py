@@ -116,8 +116,8 @@ def merge_runs(runs):
 
 def split_modules(modules):
     """The suite's test modules (names without .py) as the two guests run them."""
-    second = sorted(m for m in modules if m in SECOND_GUEST_MODULES)
-    return [sorted(m for m in modules if m not in second), second]
+    return [sorted(m for m in modules if (m in SECOND_GUEST_MODULES) == second)
+            for second in (False, True)]
 
 
 def read_rxe_skips():
@@ -165,6 +165,13 @@ def test_pyverbs_suite(rig, kind):
         tmps[i] = g.check("mkdir -p /tmp && mktemp -d /tmp/pyverbs.XXXXXX").strip()
         g.check("cp -r %s %s/ && gunzip %s/tests/*.gz" % (SUITE, tmps[i], tmps[i]))
 
+    def clean_up(i):
+        g = guests[i]
+        if tmps[i]:
+            g.run("rm -rf %s" % tmps[i])
+        g.run("echo 0 > /proc/sys/vm/nr_hugepages")
+        unload_all_rdma_links(g)
+
     def run(i):
         cmd = ("/usr/bin/python3 run_tests.py --dev %s --port 1 --gid %d -v %s" %
                (dev, sides[i].gid["ipv4"], " ".join("tests." + m for m in shards[i])))
@@ -197,11 +204,7 @@ def test_pyverbs_suite(rig, kind):
             json.dump(res, f, indent=2, sort_keys=True)
             f.write("\n")
     finally:
-        for g, tmp in zip(guests, tmps):
-            if tmp:
-                g.run("rm -rf %s" % tmp)
-            g.run("echo 0 > /proc/sys/vm/nr_hugepages")
-        on_each(unload_all_rdma_links, guests)
+        on_each(clean_up, (0, 1))
 
     summary = ("pyverbs on %s: %d ran, %d ok, %d skipped, %d failures, %d errors in %.0f s "
                "(log %s.log)" % (kind, res["ran"], res["ok"], res["skipped"], res["failures"],
