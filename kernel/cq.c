@@ -44,6 +44,26 @@ static u32 sroce_ring_wc_flags(int flags)
 	return out;
 }
 
+/*
+ * RoCE has no service level on the wire. For a UD receive, the sl of a user
+ * completion says what carried the packet, as ConnectX NICs report it: bit 3
+ * for a UDP header (RoCE v2), bits 2:0 the network header (1 IPv6, 2 IPv4).
+ * UCX 1.13's ud_verbs reads it to find the destination address in the GRH
+ * slot, and drops every packet whose address it then does not recognise.
+ */
+#define SROCE_WC_SL_ROCE_V2	0x8
+#define SROCE_WC_SL_IPV6	0x1
+#define SROCE_WC_SL_IPV4	0x2
+
+static u8 sroce_ring_wc_sl(const struct ib_wc *wc)
+{
+	if (!(wc->wc_flags & IB_WC_WITH_NETWORK_HDR_TYPE))
+		return wc->sl;
+	return SROCE_WC_SL_ROCE_V2 |
+	       (wc->network_hdr_type == RDMA_NETWORK_IPV6 ? SROCE_WC_SL_IPV6 :
+							     SROCE_WC_SL_IPV4);
+}
+
 static void sroce_wc_to_ring(struct ib_uverbs_wc *dst, const struct ib_wc *wc)
 {
 	struct ib_uverbs_wc uwc = {
@@ -58,7 +78,7 @@ static void sroce_wc_to_ring(struct ib_uverbs_wc *dst, const struct ib_wc *wc)
 		.wc_flags = sroce_ring_wc_flags(wc->wc_flags),
 		.pkey_index = wc->pkey_index,
 		.slid = (u16)wc->slid,
-		.sl = wc->sl,
+		.sl = sroce_ring_wc_sl(wc),
 		.dlid_path_bits = wc->dlid_path_bits,
 		.port_num = wc->port_num,
 	};

@@ -88,6 +88,9 @@ RXE_DEVIATIONS = {
                           "WQE: sender IBV_WC_REM_OP_ERR, receiver IBV_WC_LOC_QP_OP_ERR, not "
                           "REM_INV_REQ_ERR / LOC_LEN_ERR (rxe_mr.c copy_data returns -EINVAL "
                           "when length > resid, before the -ENOSPC length path)",
+    "ud_send": "rxe reports sl 0 for a RoCE UD receive, not the packet type ConnectX NICs "
+               "report there (8 | 2 for RoCE v2 over IPv4, 8 | 1 over IPv6), which UCX reads",
+    "ud_send_imm": "as ud_send: rxe reports sl 0 for a RoCE UD receive",
 }
 
 

@@ -15,9 +15,11 @@ What is checked: exit codes of both ends everywhere; rping's ping data byte for
 byte on both ends (the client's -v line is what it read back after the server's
 RDMA WRITE, the server's what it fetched with RDMA READ); the tools' own
 completion messages (ucmatose, udaddy, rdma_server/rdma_client); perftest's
-result row with a positive number in it (no thresholds: guests run under TCG).
+result row with a positive number in it (no thresholds: guests run under TCG);
+UCX's io_demo with its data check, over RC and over UD.
 """
 import re
+import signal
 import sys
 import time
 
@@ -325,3 +327,66 @@ def test_rsockets_stream_verified(cm, prog):
     both_ok(s, c)
     for who, r in (("server", s), ("client", c)):
         assert re.search(r"^custom\s+64k\s+50\s+", r.out, re.M), "%s: %r" % (who, r)
+
+
+# ------------------------------------------------------------ UCX
+
+IODEMO_PORT = 13350
+IODEMO_ITERS = 300
+IODEMO_MAX = 200000
+# Bytes the server's device must at least have carried, counting both ways:
+# sizes are uniform in 1..IODEMO_MAX, so about IODEMO_ITERS * IODEMO_MAX / 2 move.
+IODEMO_MIN_BYTES = IODEMO_ITERS * IODEMO_MAX // 4
+
+
+def rdma_bytes(side):
+    words = side.guest.check("rdma statistic show link %s/1" % side.dev).split()
+    stat = dict(zip(words[::2], words[1::2]))
+    return int(stat["rx_bytes"]) + int(stat["tx_bytes"])
+
+
+@pytest.mark.parametrize("tls,want", [
+    pytest.param("", "rc_verbs", id="rc"),
+    pytest.param("ud_verbs,self", "ud_verbs", id="ud"),
+])
+def test_ucx_io_demo(cm, tls, want):
+    """UCX (Debian 12's 1.13, as MPI and storage stacks use it): its io_demo
+    connects through a UCX listener (rdma_cm), then the client reads from and
+    writes to the server IODEMO_ITERS messages of random sizes up to 200000 bytes;
+    -q fills every buffer with a seeded pattern and checks it on receipt (a
+    mismatch aborts that end). With UCX's default transports it picks RC
+    (rc_verbs); "ud" keeps it to UD (ud_verbs), whose receive path drops every
+    datagram unless the completion's sl tells the packet's IP version as ConnectX
+    NICs report it. The server must still run after the client ends well, its
+    device must have carried the bytes, and UCX must say it used the sroce device.
+    sroce pairs only: UCX 1.13's UD cannot run over rdma_rxe, whose UD receive
+    completions carry sl 0 (RoCE v2 over IPv6 to UCX), and its RC needs UD beside."""
+    if cm.kinds != ("sroce", "sroce"):
+        pytest.skip("UCX 1.13 needs ConnectX's UD sl semantics on both ends; rdma_rxe lacks them")
+    srv, cli = cm.server, cm.client
+    env = "UCX_NET_DEVICES=%s:1 %s" % (srv.dev, "UCX_TLS=" + tls if tls else "")
+    flags = "-q -p %d -d 1:%d -o read,write" % (IODEMO_PORT, IODEMO_MAX)
+    before = rdma_bytes(srv)
+    server = srv.guest.spawn("env %s timeout %d io_demo %s" % (env, TIMEOUT, flags))
+    try:
+        end = time.time() + 30
+        while not cm_listening(srv.guest, IODEMO_PORT, srv.dev):
+            assert server.poll() is None and time.time() < end, \
+                "io_demo's server never listened: %r" % server.wait(5)
+            time.sleep(0.2)
+        env = env.replace("UCX_NET_DEVICES=%s" % srv.dev, "UCX_NET_DEVICES=%s" % cli.dev)
+        c = cli.guest.run("env %s UCX_LOG_LEVEL=info io_demo %s -i %d -t 60 %s" % (
+            env, flags, IODEMO_ITERS, srv.guest.ip4), timeout=TIMEOUT)
+        alive = server.poll() is None
+    finally:
+        server.kill(signal.SIGTERM)
+        s = server.wait(10)
+    assert c.ok and "Client exit with status 'OK'" in c.out, "client failed: %r\nserver: %r" % (
+        c, s)
+    assert alive, "io_demo's server ended during the run: %r" % s
+    used = re.findall(r"ep_cfg\[\d+\]: tag\((\w+)/([\w.-]+):1\)", c.out + c.err)
+    assert used and all(u == (want, cli.dev) for u in used), \
+        "UCX did not use %s on %s: %r" % (want, cli.dev, used)
+    moved = rdma_bytes(srv) - before
+    assert moved >= IODEMO_MIN_BYTES, "%s carried %d bytes, want at least %d" % (
+        srv.dev, moved, IODEMO_MIN_BYTES)
