@@ -389,7 +389,8 @@ static void sroce_comp_rnr(struct sroce_qp *qp, u32 psn, u32 us)
 }
 
 /*
- * A NAK sequence error at @psn: resend from there. A NAK that acknowledges
+ * A NAK sequence error at @psn: resend from there. What it acknowledges
+ * before @psn is progress, which renews the budgets; a NAK that acknowledges
  * nothing new uses up a retry.
  */
 static void sroce_comp_nak_seq(struct sroce_qp *qp, u32 psn)
@@ -397,8 +398,9 @@ static void sroce_comp_nak_seq(struct sroce_qp *qp, u32 psn)
 	struct sroce_swqe *wqe;
 
 	sroce_cnt_inc(qp->sdev, SROCE_CNT_SEQ_NAK_RCVD);
-	if (!sroce_comp_ack_upto(qp, sroce_psn_add(psn, SROCE_PSN_MAX)) &&
-	    psn == qp->comp.psn) {
+	if (sroce_comp_ack_upto(qp, sroce_psn_add(psn, SROCE_PSN_MAX))) {
+		sroce_comp_progress(qp);
+	} else if (psn == qp->comp.psn) {
 		if (!qp->comp.retry_left) {
 			sroce_qp_dbg(qp, "sequence NAKs exhausted retries\n");
 			wqe = sroce_wqe_by_psn(qp, psn);

@@ -292,9 +292,9 @@ def test_c_wrong_pkey_from_peer(net, victims):
 SENDER = ["send 4", "touch /tmp/hv-%s-sent", "wait /tmp/hv-%s-go"]
 
 
-def sender(victims, g0, g1, tag, tail):
+def sender(victims, g0, g1, tag, tail, extra="--timeout 18 --retry 7"):
     cmds = [c % tag if "%s" in c else c for c in SENDER] + tail
-    v = start(victims, g0, tag, "rc", g1.ip4, cmds, extra="--timeout 18 --retry 7")
+    v = start(victims, g0, tag, "rc", g1.ip4, cmds, extra=extra)
     v.wait_file("sent")
     return v
 
@@ -349,6 +349,30 @@ def test_d3_ack_beyond_sent_psn_from_peer(net, victims):
     ok = [w for w in completions(out) if w[0] == "IBV_WC_SUCCESS"]
     c.expect(not ok, "%d SENDs completed successfully on an ACK beyond the sent PSNs" % len(ok))
     c.expect(dropped >= sent, "rx_drop_psn grew by %d, not %d" % (dropped, sent))
+    c.done()
+
+
+def test_d4_nak_with_progress_renews_the_retry_budget(net, victims):
+    """The peer's sequence NAKs, with retry_cnt 1: a NAK that acknowledges nothing
+    new uses up the one retry; one that acknowledges the first SEND is progress
+    and renews it, so a third NAK that acknowledges nothing new is retried, not
+    fatal. Then the first SEND has completed and nothing has failed (the ACK
+    timeout, 4.3 s, doubling, has not run out)."""
+    g0, g1 = net[:2]
+    c = Checks("sequence NAKs with and without progress")
+    v = sender(victims, g0, g1, "d4", ["poll 300", "state", "exit"],
+               extra="--timeout 20 --retry 1")
+    before = counters(g0)
+    for k, offset in enumerate((0, 1, 1)):
+        attack(g1, g0, "nak_seq", 1, v, v.sq_psn + offset)
+        settle(g0, before, "seq_nak_rcvd", k + 1)
+    v.go()
+    out = v.finish()
+    c.note(out.strip())
+    wcs = completions(out)
+    c.expect(wcs == [("IBV_WC_SUCCESS", "SEND")],
+             "completions %s, want the first SEND's success alone" % wcs)
+    c.expect(states(out) == ["RTS"], "QP state %s, not RTS" % states(out))
     c.done()
 
 
