@@ -332,7 +332,7 @@ def test_rsockets_stream_verified(cm, prog):
 # ------------------------------------------------------------ UCX
 
 IODEMO_PORT = 13350
-IODEMO_ITERS = 300
+IODEMO_ITERS = 150
 IODEMO_MAX = 200000
 # Bytes the server's device must at least have carried, counting both ways:
 # sizes are uniform in 1..IODEMO_MAX, so about IODEMO_ITERS * IODEMO_MAX / 2 move.
