@@ -25,6 +25,7 @@ import time
 
 import pytest
 
+from bottleneck import counters
 from guestrdma import both_ok, client_server, cm_listening, perftest_clock_failed
 from pairs import pair  # noqa: F401 (pair is a fixture)
 
@@ -340,9 +341,8 @@ IODEMO_MIN_BYTES = IODEMO_ITERS * IODEMO_MAX // 4
 
 
 def rdma_bytes(side):
-    words = side.guest.check("rdma statistic show link %s/1" % side.dev).split()
-    stat = dict(zip(words[::2], words[1::2]))
-    return int(stat["rx_bytes"]) + int(stat["tx_bytes"])
+    c = counters(side.guest, side.dev)
+    return c["rx_bytes"] + c["tx_bytes"]
 
 
 @pytest.mark.parametrize("tls,want", [
@@ -364,19 +364,19 @@ def test_ucx_io_demo(cm, tls, want):
     if cm.kinds != ("sroce", "sroce"):
         pytest.skip("UCX 1.13 needs ConnectX's UD sl semantics on both ends; rdma_rxe lacks them")
     srv, cli = cm.server, cm.client
-    env = "UCX_NET_DEVICES=%s:1 %s" % (srv.dev, "UCX_TLS=" + tls if tls else "")
+    def env(side):
+        return "UCX_NET_DEVICES=%s:1%s" % (side.dev, " UCX_TLS=" + tls if tls else "")
     flags = "-q -p %d -d 1:%d -o read,write" % (IODEMO_PORT, IODEMO_MAX)
     before = rdma_bytes(srv)
-    server = srv.guest.spawn("env %s timeout %d io_demo %s" % (env, TIMEOUT, flags))
+    server = srv.guest.spawn("env %s timeout %d io_demo %s" % (env(srv), TIMEOUT, flags))
     try:
         end = time.time() + 30
         while not cm_listening(srv.guest, IODEMO_PORT, srv.dev):
             assert server.poll() is None and time.time() < end, \
                 "io_demo's server never listened: %r" % server.wait(5)
             time.sleep(0.2)
-        env = env.replace("UCX_NET_DEVICES=%s" % srv.dev, "UCX_NET_DEVICES=%s" % cli.dev)
         c = cli.guest.run("env %s UCX_LOG_LEVEL=info io_demo %s -i %d -t 60 %s" % (
-            env, flags, IODEMO_ITERS, srv.guest.ip4), timeout=TIMEOUT)
+            env(cli), flags, IODEMO_ITERS, srv.guest.ip4), timeout=TIMEOUT)
         alive = server.poll() is None
     finally:
         server.kill(signal.SIGTERM)

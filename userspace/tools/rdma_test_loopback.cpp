@@ -697,9 +697,10 @@ void ud_once(Ep &a, Ep &b, struct ibv_ah *ah, Buf &src, Buf &dst, size_t size, u
 		EXPECT(wc.wc_flags & IBV_WC_GRH, "%s: IBV_WC_GRH not set", what.c_str());
 		check_grh(dst.p(), sgid, dgid, what);
 		/* ConnectX's RoCE packet type: UDP (8) | IPv4 (2) or IPv6 (1); UCX reads it */
-		const unsigned want_sl = 0x8 | (gid_is_v4mapped(sgid) ? 0x2 : 0x1);
+		const bool v4 = gid_is_v4mapped(sgid);
+		const unsigned want_sl = 0x8 | (v4 ? 0x2 : 0x1);
 		EXPECT(wc.sl == want_sl, "%s: sl 0x%x, want 0x%x (RoCE v2 over %s)", what.c_str(),
-		       wc.sl, want_sl, gid_is_v4mapped(sgid) ? "IPv4" : "IPv6");
+		       wc.sl, want_sl, v4 ? "IPv4" : "IPv6");
 	}
 	dst.accept(0, GRH_LEN);
 	dst.want(GRH_LEN, msg);
