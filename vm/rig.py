@@ -662,6 +662,11 @@ class Guest:
             raise RigError("%s: cannot read %s: %s" % (self.name, path, errors.get(path)))
         return files[path]
 
+    def write_file(self, path, text, timeout=120):
+        """Write text to the guest file path (a sysfs attribute, say) from the
+        agent itself, without starting a command; RigError if that fails."""
+        self.request({"op": "write", "path": path, "text": text}, timeout=timeout)
+
     def set_netem(self, args):
         """Put a netem qdisc with args (e.g. "loss 1%") on eth0; "" removes it."""
         if args:

@@ -195,7 +195,7 @@ def test_delete_namespace_under_traffic(pair):
         procs.append(g.spawn("ib_write_bw -d sb -x %d %s 127.0.0.1" % (gid(g, "B"), flags)))
 
         def tx():
-            return int(g.check("cat /sys/class/infiniband/sb/ports/1/hw_counters/tx_packets"))
+            return int(g.read_file("/sys/class/infiniband/sb/ports/1/hw_counters/tx_packets"))
         start = tx()
         wait_for(lambda: tx() > start + 1000, timeout=60, what="traffic sb -> sa")
         g.check("ip netns del A", timeout=60)

@@ -255,8 +255,8 @@ def hw_counter(g, kind, name):
     """A port counter of sroce's device in guest g (None for rdma_rxe)."""
     if kind != "sroce":
         return None
-    return int(g.check("cat /sys/class/infiniband/%s/ports/1/hw_counters/%s" %
-                       (DEVNAME[kind], name)))
+    return int(g.read_file("/sys/class/infiniband/%s/ports/1/hw_counters/%s" %
+                           (DEVNAME[kind], name)))
 
 
 @pytest.mark.parametrize("family", FAMILIES)

@@ -2,6 +2,7 @@
 """Tearing sroce down while RC traffic flows in both directions, and while its
 packets are stuck in a transmit queue."""
 import re
+import time
 
 import pytest
 
@@ -13,22 +14,40 @@ def _counter(g, name, dev="sroce0"):
     return int(sysfs(g, dev, "ports/1/hw_counters/" + name))
 
 
-# Packets the device could not send (tx_err) plus its retransmission timeouts,
-# and the port state, read by the shell alone: under this load a guest takes
-# seconds for each program it starts.
-STALLED = ("cd /sys/class/infiniband/sroce0/ports/1 && read -r e < hw_counters/tx_err && "
-           "read -r t < hw_counters/retry && read -r s < state && echo $((e + t)) $s")
+# Where g0's ib_write_bw client writes what it prints, line by line (a new
+# file each time). perftest prints its table header once its QP is in RTS
+# (after the second handshake), just before it posts: the agent reads the
+# file without starting a program.
+WRITER_OUT = "/tmp/teardown-writer-%d.out"
+PORT1 = "/sys/class/infiniband/sroce0/ports/1/"
 
 
-def _qp_in_rts(g, comm):
-    """Has a QP of a process named comm reached RTS (rdma res show qp)?"""
-    out = g.run("rdma res show qp", timeout=60).out
-    return any("comm %s" % comm in ln and " state RTS " in ln for ln in out.splitlines())
+def _writer_running(g, path):
+    files, _ = g.read_files([path])
+    return "#bytes" in files.get(path, "")
+
+
+def _stalled(g):
+    """Packets sroce0 could not send (tx_err) plus its retransmission timeouts,
+    and its port state, read by the agent: under this load a guest takes
+    seconds for each program it starts."""
+    names = [PORT1 + "hw_counters/tx_err", PORT1 + "hw_counters/retry", PORT1 + "state"]
+    files, errors = g.read_files(names)
+    assert not errors, errors
+    return int(files[names[0]]) + int(files[names[1]]), files[names[2]].strip()
+
+
+def _eth0_down(g):
+    """ip link set eth0 down, done by the agent: it clears IFF_UP in the
+    netdev's flags attribute, which calls dev_change_flags() as ip(8) does,
+    and no program needs to start in a guest that traffic keeps busy."""
+    flags = int(g.read_file("/sys/class/net/eth0/flags"), 16)
+    g.write_file("/sys/class/net/eth0/flags", "0x%x" % (flags & ~1))
 
 
 def _stalled_and_down(g, before):
-    n, state = g.check(STALLED).split(None, 1)
-    return int(n) > before and state.strip() == "1: DOWN"
+    n, state = _stalled(g)
+    return n > before and state == "1: DOWN"
 
 
 def _works_again(g0, g1):
@@ -72,6 +91,7 @@ def test_teardown_under_traffic(rig, how):
         # suites use its GID).
         g0.check("sysctl -qw net.ipv6.conf.eth0.keep_addr_on_down=1")
     procs = []
+    writer_out = WRITER_OUT % time.monotonic_ns()
     try:
         # g0 writes to g1 and g1 reads from g0 at the same time.
         procs.append(g1.spawn("ib_write_bw -d sroce0 -x %d -F -s 65536 -n 1000000 -p 18611"
@@ -80,8 +100,8 @@ def test_teardown_under_traffic(rig, how):
                               % gid0))
         wait_for(lambda: listening(g1, 18611) and listening(g0, 18612), timeout=60,
                  what="perftest servers listening")
-        procs.append(g0.spawn("ib_write_bw -d sroce0 -x %d -F -s 65536 -n 1000000 -p 18611 %s"
-                              % (gid0, g1.ip4)))
+        procs.append(g0.spawn("stdbuf -oL ib_write_bw -d sroce0 -x %d -F -s 65536 -n 1000000 "
+                              "-p 18611 %s > %s" % (gid0, g1.ip4, writer_out)))
         procs.append(g1.spawn("ib_read_bw -d sroce0 -x %d -F -s 65536 -n 1000000 -p 18612 %s"
                               % (gid1, g0.ip4)))
         start = _counter(g0, "tx_packets")
@@ -89,8 +109,8 @@ def test_teardown_under_traffic(rig, how):
                  what="traffic on sroce0")
         # That may be g0's READ responses alone: its writer must be past
         # perftest's handshake too, or a netdev flap finds no requester on g0.
-        wait_for(lambda: _qp_in_rts(g0, "ib_write_bw"), timeout=90, interval=1,
-                 what="g0's ib_write_bw QP in RTS")
+        wait_for(lambda: _writer_running(g0, writer_out), timeout=90, interval=0.5,
+                 what="g0's ib_write_bw QP in RTS (its table header printed)")
         if how == "link-del":
             g0.check("rdma link del sroce0", timeout=120)
         elif how == "rmmod":
@@ -101,11 +121,13 @@ def test_teardown_under_traffic(rig, how):
             # of "softirq: Let ksoftirqd do its job") softirqs run at every
             # interrupt exit even while ksoftirqd is busy, and sroce's receive
             # work in NET_RX takes about 9/10 of the guest's CPU (measured: a
-            # "cat" of a counter 3-10 s on 6.12; on 6.1 the same work waits for
-            # ksoftirqd). Slow, not stuck: so the counters are read by the
-            # shell, and the commands are as few as can be.
-            stalled = int(g0.check(STALLED + " && ip link set eth0 down",
-                                   timeout=180).split()[0])
+            # "cat" of a counter 3-10 s on 6.12, a shell that reads three
+            # counters and runs "ip link set eth0 down" 48 s; on 6.1 the same
+            # work waits for ksoftirqd). Slow, not stuck: so the agent reads
+            # the counters and takes the netdev down itself, and no program is
+            # started.
+            stalled = _stalled(g0)[0]
+            _eth0_down(g0)
             # Up again once the device has seen the netdev go down (its port
             # follows it) and the traffic has run into it.
             try:
@@ -113,7 +135,7 @@ def test_teardown_under_traffic(rig, how):
                          what="sroce0's port DOWN and its traffic failing (tx_err or retry)")
             except AssertionError as e:
                 raise AssertionError("%s (before: %d)\n%s" % (e, stalled, g0.run(
-                    STALLED + "; ip -s link show eth0; tc -s qdisc show dev eth0; "
+                    "ip -s link show eth0; tc -s qdisc show dev eth0; "
                     "grep . /sys/class/infiniband/sroce0/ports/1/hw_counters/*; "
                     "rdma res show qp").out + "\nended: %r" % [
                         r for r in (p.poll() for p in procs) if r is not None])) from None
@@ -156,7 +178,7 @@ def test_rc_send_queue_fails_with_retry_exceeded_while_the_link_stays_down(rig):
         start = _counter(g0, "tx_packets")
         wait_for(lambda: _counter(g0, "tx_packets") > start + 1000, timeout=90,
                  what="traffic on sroce0")
-        g0.check("ip link set eth0 down", timeout=120)
+        _eth0_down(g0)
         r = cli.wait(60)
         assert not r.timeout, "the writer did not fail within 60 s of the link going down"
         assert r.rc != 0, r

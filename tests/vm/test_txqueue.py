@@ -78,7 +78,7 @@ def queue_packets(g):
 
 
 def tx_packets(g):
-    return int(g.check("cat /sys/class/infiniband/sa/ports/1/hw_counters/tx_packets"))
+    return int(g.read_file("/sys/class/infiniband/sa/ports/1/hw_counters/tx_packets"))
 
 
 @pytest.mark.parametrize("tool,args", [

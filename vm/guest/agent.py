@@ -198,6 +198,12 @@ def main():
             elif op == "read":
                 paths = req["paths"] if "paths" in req else sorted(glob.glob(req["glob"]))
                 reply["files"], reply["errors"] = read_files(paths)
+            elif op == "write":
+                try:
+                    with open(req["path"], "w") as f:
+                        f.write(req["text"])
+                except OSError as e:
+                    reply["error"] = "%s: %s" % (req["path"], e.strerror or e)
             elif op == "spawn":
                 jobs[next_handle] = Job(req["cmd"])
                 reply["handle"] = next_handle
