@@ -154,8 +154,11 @@ static bool sroce_comp_ack_upto(struct sroce_qp *qp, u32 psn)
 			break;
 		if (sroce_psn_before(psn, wqe->last_psn) && !wqe->is_rd)
 			break;
-		if (wqe->status && wqe->npkts) {
-			/* A bad response that came while it was not the oldest. */
+		if (wqe->status) {
+			/*
+			 * A bad response that came while it was not the oldest,
+			 * or a local operation that failed then: it fails now.
+			 */
 			sroce_req_fail(qp, wqe, wqe->status);
 			break;
 		}

@@ -114,16 +114,17 @@ static void __sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
 }
 
 /*
- * Complete the oldest WQE, then the local operations (REG_MR, LOCAL_INV,
- * BIND_MW)
- * right behind it that have executed and the READs whose responses have
- * all arrived: they only waited for their predecessors.
+ * Complete the oldest WQE, then, if it succeeded, the local operations
+ * (REG_MR, LOCAL_INV, BIND_MW) right behind it that have executed and the
+ * READs whose responses have all arrived: they only waited for their
+ * predecessors. After an error they are flushed with the rest.
  */
 void sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
 			 enum ib_wc_status status)
 {
 	__sroce_complete_head(qp, wqe, status);
-	while (qp->sq.cons != qp->req.fetched && qp->sq.cons != qp->req.next) {
+	while (status == IB_WC_SUCCESS && qp->sq.cons != qp->req.fetched &&
+	       qp->sq.cons != qp->req.next) {
 		wqe = sroce_swqe_at(qp, qp->sq.cons);
 		if (!wqe->started || wqe->status ||
 		    !(sroce_op_is_local(wqe->wr.opcode) || wqe->resp_done))
@@ -668,6 +669,11 @@ static bool sroce_req_local(struct sroce_qp *qp, struct sroce_swqe *wqe)
 			sroce_wqe_fail(qp, wqe, st);
 			return false;
 		}
+	} else if (wqe->status) {
+		/* It failed behind older WQEs: it fails once it is the oldest. */
+		if (qp->req.next == qp->sq.cons)
+			sroce_req_fail(qp, wqe, wqe->status);
+		return false;
 	}
 	if (qp->req.next == qp->sq.cons)
 		sroce_complete_head(qp, wqe, IB_WC_SUCCESS);	/* moves req.next */

@@ -127,7 +127,8 @@ BREADTH_CHECKS = (
     "mw_type1_unbound_old_key_refused", "mw_type1_not_through_post_send",
     "mw_type2_bind_and_write_on_bound_qp", "mw_type2_other_qp_refused",
     "mw_type2_alloc_rkey_refused", "mw_type2_local_invalidate", "mw_type2_remote_invalidate",
-    "mw_type2_bind_bound_refused", "mw_type2_dealloc_bound", "mw_bind_region_without_mw_bind",
+    "mw_type2_bind_bound_refused", "mw_local_inv_failing_behind_a_write_fails",
+    "mw_type2_dealloc_bound", "mw_bind_region_without_mw_bind",
     "mw_bind_remote_write_needs_local_write", "mw_bind_beyond_region",
     "mw_bind_region_of_other_pd", "mw_teardown", "mcast_advertised", "mcast_gids",
     "mcast_ipv4_attach", "mcast_ipv4_delivered_to_every_attached_qp",
@@ -156,7 +157,9 @@ def test_verbs_breadth(g0):
     rereg leaves the region working; a parent domain carries QPs, an SRQ, CQs and an MR;
     memory windows of type 1 and 2B grant remote writes on part of a region, within their
     range, rights and QP, until they are unbound, invalidated (locally or by a
-    SEND_WITH_INV) or deallocated, and a bind that breaks a rule fails; a UD multicast
+    SEND_WITH_INV) or deallocated, and a bind that breaks a rule fails (a LOCAL_INV
+    that fails behind a WRITE not yet acknowledged completes in error, with the QP then
+    in ERR, not as a success once the WRITE is acknowledged); a UD multicast
     message (IPv4 and IPv6 group) reaches every attached QP on the host and no other,
     until each detaches; a context imported from the command FD, with the PD and MR
     imported by handle, carries an RDMA WRITE; on-demand paging regions over untouched

@@ -2266,6 +2266,53 @@ void memory_windows(Env &e)
 		destroy_pair(p, &why);
 		check("mw_type2_bind_bound_refused", why.empty(), why);
 
+		/*
+		 * A LOCAL_INV that fails while a WRITE before it is still
+		 * unacknowledged (one post: the requester runs both before the
+		 * ACK comes back) completes in error once the WRITE has
+		 * completed, not as a success; the QP enters ERR and what is
+		 * posted next is flushed.
+		 */
+		why.clear();
+		if (!make_pair(e, p, IBV_QPT_RC)) {
+			why = "pair";
+		} else {
+			fill(e.buf, 37, 4096);
+			struct ibv_sge sge = {reinterpret_cast<uintptr_t>(e.buf), 4096, e.mr->lkey};
+			struct ibv_send_wr wr[2] = {}, *bad = nullptr;
+			wr[0].wr_id = 0x37;
+			wr[0].sg_list = &sge;
+			wr[0].num_sge = 1;
+			wr[0].opcode = IBV_WR_RDMA_WRITE;
+			wr[0].send_flags = IBV_SEND_SIGNALED;
+			wr[0].wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(e.buf + 65536);
+			wr[0].wr.rdma.rkey = e.mr->rkey;
+			wr[0].next = &wr[1];
+			wr[1].wr_id = 0x38;
+			wr[1].opcode = IBV_WR_LOCAL_INV;
+			wr[1].send_flags = IBV_SEND_SIGNALED;
+			wr[1].invalidate_rkey = 0xffffff5a;	/* no such key */
+			struct ibv_wc wc[2] = {};
+			if (ibv_post_send(p.a.qp, wr, &bad))
+				why = "post";
+			else if (!wait_wc(p.a.scq, &wc[0]) || wc[0].wr_id != 0x37 ||
+				 wc[0].status != IBV_WC_SUCCESS)
+				why = "write " + wc_text(wc[0]);
+			else if (first_bad(e.buf + 65536, 37, 4096) >= 0)
+				why = "write: bytes differ";
+			else if (!wait_wc(p.a.scq, &wc[1]) || wc[1].wr_id != 0x38 ||
+				 wc[1].status == IBV_WC_SUCCESS ||
+				 wc[1].status == IBV_WC_WR_FLUSH_ERR)
+				why = "local_inv " + wc_text(wc[1]);
+			else if (wait_err(p.a.qp) != IBV_QPS_ERR)
+				why = "QP not in ERR";
+			else if (write_to(e, p.a, e.buf + 65536, e.mr->rkey, 39, 64) !=
+				 IBV_WC_WR_FLUSH_ERR)
+				why = "next write not flushed";
+		}
+		destroy_pair(p, &why);
+		check("mw_local_inv_failing_behind_a_write_fails", why.empty(), why);
+
 		/* deallocating a bound window ends its access and frees the region */
 		why.clear();
 		if (!make_pair(e, p, IBV_QPT_RC)) {
