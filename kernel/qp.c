@@ -665,7 +665,6 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		err = sroce_av_from_attr(sdev, &av, &attr->ah_attr);
 		if (err)
 			goto out_unlocked;
-		rdma_replace_ah_attr(&qp->ah_attr, &attr->ah_attr);
 	}
 
 	spin_lock_bh(&qp->sq_lock);
@@ -689,6 +688,9 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 out:
 	spin_unlock(&qp->rq_lock);
 	spin_unlock_bh(&qp->sq_lock);
+	/* What query_qp reports (under mod_lock): only an AV that was taken. */
+	if (!err && (mask & IB_QP_AV))
+		rdma_replace_ah_attr(&qp->ah_attr, &attr->ah_attr);
 out_unlocked:
 	mutex_unlock(&qp->mod_lock);
 	if (kick)

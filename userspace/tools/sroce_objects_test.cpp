@@ -1856,6 +1856,53 @@ void reset_cleans_cq(Env &e)
 }
 
 /*
+ * A modify the QP's state does not allow (a new address vector in RTS) fails
+ * with EINVAL and changes nothing: query_qp still reports the old address,
+ * and the QP still carries messages.
+ */
+void rejected_modify(Env &e)
+{
+	const char *name = "rejected_modify_keeps_the_address";
+	Pair p;
+	if (!make_pair(e, p, IBV_QPT_RC))
+		return setup_failed(name, p);
+	std::string why;
+	struct ibv_qp_attr attr = {};
+	struct ibv_qp_init_attr init = {};
+	if (ibv_query_qp(p.a.qp, &attr, IBV_QP_AV, &init))
+		why = "query: " + errno_text(errno);
+	const struct ibv_ah_attr before = attr.ah_attr;
+	if (why.empty() && std::memcmp(&before.grh.dgid, &e.gid, sizeof(e.gid)) != 0)
+		why = "dgid is not the loopback GID";
+	/* the same destination (it must resolve), another class and SL */
+	struct ibv_qp_attr av = {};
+	av.ah_attr = sroce_tool::ah_attr_to(1, e.gid_index, e.gid);
+	av.ah_attr.grh.traffic_class = before.grh.traffic_class ^ 0x28;
+	av.ah_attr.sl = before.sl ^ 3;
+	int rc = 0;
+	if (why.empty() && (rc = ibv_modify_qp(p.a.qp, &av, IBV_QP_AV)) != EINVAL)
+		why = "modify of the AV in RTS: " + errno_text(rc);
+	attr = {};
+	if (why.empty() && ibv_query_qp(p.a.qp, &attr, IBV_QP_AV | IBV_QP_STATE, &init))
+		why = "query after: " + errno_text(errno);
+	if (why.empty() && (attr.ah_attr.grh.traffic_class != before.grh.traffic_class ||
+			    attr.ah_attr.sl != before.sl ||
+			    std::memcmp(&attr.ah_attr.grh.dgid, &before.grh.dgid,
+					sizeof(e.gid)) != 0))
+		why = strf("query_qp reports the refused address (class %#x sl %u)",
+			   attr.ah_attr.grh.traffic_class, attr.ah_attr.sl);
+	if (why.empty() && attr.qp_state != IBV_QPS_RTS)
+		why = strf("state %s", state_name(attr.qp_state));
+	struct ibv_wc wc;
+	if (why.empty() && (recv_slot(e, p.b, 80) || send_msg(e, p.a, 80)))
+		why = "post";
+	if (why.empty() && !(wait_wc(p.b.rcq, &wc) && check_recv(e, wc, 80).empty()))
+		why = "message after: " + wc_text(wc);
+	destroy_pair(p, &why);
+	check(name, why.empty(), why);
+}
+
+/*
  * An SRQ grows with WQEs posted (they move along), takes more than its old
  * size, refuses to shrink below what is posted, shrinks when drained; every
  * message lands in its WQE's buffer, in order.
@@ -3506,6 +3553,7 @@ void breadth_cases(wqs::Env &e, const char *only)
 		{"rereg_mr", breadth::rereg_mr},
 		{"parent_domain", breadth::parent_domain},
 		{"reset_cleans_cq", breadth::reset_cleans_cq},
+		{"rejected_modify", breadth::rejected_modify},
 		{"srq_resize", breadth::srq_resize},
 		{"atomic_write", breadth::atomic_write},
 		{"memory_windows", breadth::memory_windows},
