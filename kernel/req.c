@@ -123,8 +123,9 @@ void sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
 			 enum ib_wc_status status)
 {
 	__sroce_complete_head(qp, wqe, status);
-	while (status == IB_WC_SUCCESS && qp->sq.cons != qp->req.fetched &&
-	       qp->sq.cons != qp->req.next) {
+	if (status != IB_WC_SUCCESS)
+		return;
+	while (qp->sq.cons != qp->req.fetched && qp->sq.cons != qp->req.next) {
 		wqe = sroce_swqe_at(qp, qp->sq.cons);
 		if (!wqe->started || wqe->status ||
 		    !(sroce_op_is_local(wqe->wr.opcode) || wqe->resp_done))
