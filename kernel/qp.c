@@ -95,11 +95,14 @@ void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type)
 
 /*
  * SQD: the send queue is drained when every WQE the requester started has
- * completed (IBTA 10.3.1.4). sq_lock held.
+ * completed (IBTA 10.3.1.4): the oldest WQE, if any, is not started. Not
+ * req.next == sq.cons: a rewind to resend the oldest WQE sets that too.
+ * sq_lock held.
  */
 bool sroce_sq_drained(struct sroce_qp *qp)
 {
-	return qp->req.next == qp->sq.cons;
+	return qp->sq.cons == qp->req.fetched ||
+	       !sroce_swqe_at(qp, qp->sq.cons)->started;
 }
 
 /* In SQD, raise SQ_DRAINED once the send queue has drained. Both locks or sq_lock. */

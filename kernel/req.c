@@ -1014,8 +1014,7 @@ static bool sroce_req_fetch_more(struct sroce_qp *qp)
 	}
 }
 
-/* Run the requester with sq_lock held, for up to @budget packets. */
-void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
+static void __sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 {
 	struct sroce_wq *sq = &qp->sq;
 
@@ -1055,6 +1054,17 @@ void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 			return;
 		}
 	}
+}
+
+/*
+ * Run the requester with sq_lock held, for up to @budget packets. In SQD it
+ * finishes the WQEs it had started; when it completes the last of them (UC,
+ * a local operation) the send queue has drained.
+ */
+void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
+{
+	__sroce_req_run_locked(qp, budget);
+	sroce_sqd_check_locked(qp);
 }
 
 void sroce_req_run(struct sroce_qp *qp, unsigned int budget)

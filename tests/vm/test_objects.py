@@ -117,6 +117,7 @@ BREADTH_CHECKS = (
     "parent_domain_keeps_pd", "cq_on_plain_pd_as_parent_refused", "parent_domain_traffic",
     "parent_domain_dealloc", "qp_reset_drops_its_unpolled_completions",
     "rejected_modify_keeps_the_address",
+    "sqd_rc_drains_and_resumes", "sqd_uc_drains_and_resumes",
     "srq_resize_advertised", "srq_resize_below_posted_refused", "atomic_write_lands",
     "atomic_write_misaligned_refused", "atomic_write_needs_remote_write",
     "atomic_write_not_through_post_send", "srq_resize_keeps_posted_wqes",
@@ -156,7 +157,9 @@ def test_verbs_breadth(g0):
     and reorders nothing; rereg_mr moves a region, changes its access and PD under
     the same keys (each checked by RDMA WRITEs that land or are refused), a failing
     rereg leaves the region working; a modify_qp the QP's state refuses (a new
-    address in RTS) changes nothing query_qp reports; a parent domain carries QPs, an SRQ, CQs and an MR;
+    address in RTS) changes nothing query_qp reports; an RC and a UC QP moved to SQD
+    while WRITEs are under way finish what they started, report SQ_DRAINED once, start
+    nothing more, and carry out the rest back in RTS; a parent domain carries QPs, an SRQ, CQs and an MR;
     memory windows of type 1 and 2B grant remote writes on part of a region, within their
     range, rights and QP, until they are unbound, invalidated (locally or by a
     SEND_WITH_INV) or deallocated, and a bind that breaks a rule fails (a LOCAL_INV

@@ -1902,6 +1902,214 @@ void rejected_modify(Env &e)
 	check(name, why.empty(), why);
 }
 
+/* SQD: what sqd_rc and sqd_uc share. */
+struct SqdRun {
+	Env &e;
+	Side &s;
+	struct ibv_mr *mr;
+	uint8_t *src, *dst;	/* in mr */
+	std::string why;
+	uint32_t next = 0;	/* the next completion wanted (wr_id) */
+
+	void post(uint32_t i, size_t off, uint32_t len)
+	{
+		fill(src + off, 300 + i, len);
+		struct ibv_sge sge = {reinterpret_cast<uintptr_t>(src + off), len, mr->lkey};
+		struct ibv_send_wr wr = {}, *bad = nullptr;
+		wr.wr_id = i;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_RDMA_WRITE;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(dst + off);
+		wr.wr.rdma.rkey = mr->rkey;
+		if (why.empty() && ibv_post_send(s.qp, &wr, &bad))
+			why = strf("post %u: %s", i, errno_text(errno).c_str());
+	}
+	bool landed(uint32_t i, size_t off, uint32_t len)
+	{
+		const long bad = first_bad(dst + off, 300 + i, len);
+		if (why.empty() && bad >= 0)
+			why = strf("WRITE %u: byte %ld differs", i, bad);
+		return bad < 0;
+	}
+	void to_sqd()
+	{
+		struct ibv_qp_attr a = {};
+		a.qp_state = IBV_QPS_SQD;
+		a.en_sqd_async_notify = 1;
+		const int rc = why.empty() ? ibv_modify_qp(s.qp, &a, IBV_QP_STATE |
+							   IBV_QP_EN_SQD_ASYNC_NOTIFY) : 0;
+		if (rc)
+			why = "to SQD: " + errno_text(rc);
+	}
+	void to_rts()
+	{
+		struct ibv_qp_attr a = {};
+		a.qp_state = IBV_QPS_RTS;
+		const int rc = why.empty() ? ibv_modify_qp(s.qp, &a, IBV_QP_STATE) : 0;
+		if (rc)
+			why = "back to RTS: " + errno_text(rc);
+	}
+	/* sq_draining, or -1 */
+	int draining(int want_state = IBV_QPS_SQD)
+	{
+		struct ibv_qp_attr a = {};
+		struct ibv_qp_init_attr ia = {};
+		if (!why.empty())
+			return -1;
+		if (ibv_query_qp(s.qp, &a, IBV_QP_STATE, &ia)) {
+			why = "query: " + errno_text(errno);
+			return -1;
+		}
+		if (a.qp_state != want_state)
+			why = strf("state %s", state_name(a.qp_state));
+		return a.sq_draining;
+	}
+	uint32_t drained_events()
+	{
+		uint32_t n = 0;
+		for (const Event &x : events)
+			n += x.type == IBV_EVENT_SQ_DRAINED && x.qpn == s.qp->qp_num;
+		return n;
+	}
+	void wait_drained()
+	{
+		for (auto t0 = Clock::now(); why.empty() && !drained_events() &&
+		     seconds_since(t0) < kWait;)
+			drain_events(e.ctx, 0.2);
+		if (why.empty() && !drained_events())
+			why = strf("no SQ_DRAINED within %.0f s", kWait);
+		if (draining() > 0)
+			why = "sq_draining after SQ_DRAINED";
+	}
+	/* completions in order up to wr_id upto - 1, none in error */
+	void take(uint32_t upto, double secs)
+	{
+		struct ibv_wc wc;
+		for (; next < upto && why.empty() && wait_wc(s.scq, &wc, secs); next++)
+			if (wc.status != IBV_WC_SUCCESS || wc.wr_id != next)
+				why = strf("completion %u: %s", next, wc_text(wc).c_str());
+	}
+	/* nothing completes while the QP stays in SQD */
+	void none_in_sqd()
+	{
+		if (!why.empty())
+			return;
+		usleep(300 * 1000);
+		if (unpolled(s.scq))
+			why = strf("%u completions in SQD after SQ_DRAINED", unpolled(s.scq));
+	}
+	void finish(const char *name, Pair &p)
+	{
+		drain_events(e.ctx);
+		if (why.empty() && drained_events() != 1)
+			why = strf("%u SQ_DRAINED events", drained_events());
+		destroy_pair(p, &why);
+		check(name, why.empty(), why);
+	}
+};
+
+/*
+ * SQD (IBTA 10.3.1.4) on RC: WRITEs sent to a peer that is not ready yet
+ * (INIT: it drops them) stay unacknowledged; moved to SQD with
+ * en_sqd_async_notify, the QP is draining and stays so until the peer is
+ * ready and the resent WRITEs are acknowledged (a rewind to resend them is
+ * not a drained queue). Then SQ_DRAINED, once; WRITEs posted in SQD wait,
+ * and run back in RTS. Every byte lands.
+ */
+void sqd_rc(Env &e)
+{
+	const char *name = "sqd_rc_drains_and_resumes";
+	constexpr uint32_t kFirst = 3, kMore = 2, kLen = 36 << 10;
+	static_assert((kFirst + kMore) * kLen <= kRecvOff, "source and destination overlap");
+	static_assert(2 * kRecvOff <= kBufSize, "buffer");
+	Pair p;
+	/* timeout 14 (67 ms, doubling), 7 retries: seconds before RETRY_EXC */
+	if (!make_side(e, p.a, IBV_QPT_RC) || !make_side(e, p.b, IBV_QPT_RC) ||
+	    !rc_connect(e, p.a, p.b.qp->qp_num, 14, 7) ||
+	    sroce_tool::qp_to_init(p.b.qp, loopback_path(e, IBV_QPT_RC, p.a.qp->qp_num)))
+		return setup_failed(name, p);
+	SqdRun r{e, p.a, e.mr, reinterpret_cast<uint8_t *>(e.buf),
+		 reinterpret_cast<uint8_t *>(e.buf) + kRecvOff, {}};
+	std::memset(r.dst, 0, (kFirst + kMore) * kLen);
+	for (uint32_t i = 0; i < kFirst; i++)
+		r.post(i, i * kLen, kLen);
+	r.to_sqd();
+	if (r.draining() != 1 && r.why.empty())
+		r.why = "not draining with every WRITE unacknowledged";
+	drain_events(e.ctx, 0.1);
+	if (r.why.empty() && r.drained_events())
+		r.why = "SQ_DRAINED with every WRITE unacknowledged";
+	for (uint32_t i = kFirst; i < kFirst + kMore; i++)
+		r.post(i, i * kLen, kLen);
+	if (r.why.empty() && !rc_connect(e, p.b, p.a.qp->qp_num))
+		r.why = "peer to RTS: " + errno_text(errno);
+	r.wait_drained();
+	r.take(kFirst, 0);
+	if (r.why.empty() && r.next != kFirst)
+		r.why = strf("%u of %u WRITEs completed at SQ_DRAINED", r.next, kFirst);
+	r.none_in_sqd();
+	r.to_rts();
+	r.take(kFirst + kMore, kWait);
+	if (r.why.empty() && r.next != kFirst + kMore)
+		r.why = strf("%u of %u WRITEs completed back in RTS", r.next, kFirst + kMore);
+	for (uint32_t i = 0; i < kFirst + kMore; i++)
+		r.landed(i, i * kLen, kLen);
+	r.finish(name, p);
+}
+
+/*
+ * SQD on UC: a long WRITE (16 MiB) is under way when the QP moves to SQD.
+ * The requester finishes it (a UC WQE completes when its last packet has
+ * left, without an ACK) and that drains the queue: SQ_DRAINED, once. A
+ * WRITE posted in SQD waits and runs back in RTS.
+ */
+void sqd_uc(Env &e)
+{
+	const char *name = "sqd_uc_drains_and_resumes";
+	constexpr uint32_t kLong = 16 << 20, kShort = 4096;
+	Mapping m(2 * size_t{kLong});
+	struct ibv_mr *mr = m ? sroce_tool::reg_mr(e.pd, m.p(), m.len(),
+						     IBV_ACCESS_LOCAL_WRITE |
+						     IBV_ACCESS_REMOTE_WRITE) : nullptr;
+	Pair p;
+	if (!mr || !make_side(e, p.a, IBV_QPT_UC) || !make_side(e, p.b, IBV_QPT_UC) ||
+	    sroce_tool::connect_qp(p.a.qp, loopback_path(e, IBV_QPT_UC, p.b.qp->qp_num)) ||
+	    sroce_tool::connect_qp(p.b.qp, loopback_path(e, IBV_QPT_UC, p.a.qp->qp_num))) {
+		setup_failed(name, p);
+		if (mr)
+			ibv_dereg_mr(mr);
+		return;
+	}
+	SqdRun r{e, p.a, mr, m.p(), m.p(kLong), {}};
+	r.post(0, 0, kLong);
+	r.to_sqd();
+	const int draining = r.draining();
+	r.wait_drained();
+	r.take(1, 0);
+	if (r.why.empty() && r.next != 1)
+		r.why = "the long WRITE had not completed at SQ_DRAINED";
+	r.post(1, kLong - kShort, kShort);
+	r.none_in_sqd();
+	r.to_rts();
+	r.take(2, kWait);
+	if (r.why.empty() && r.next != 2)
+		r.why = "the WRITE posted in SQD did not complete back in RTS";
+	r.landed(0, 0, kLong - kShort);
+	r.landed(1, kLong - kShort, kShort);
+	std::printf("  %s: sq_draining %d right after the modify\n", name, draining);
+	r.finish(name, p);
+	if (ibv_dereg_mr(mr))
+		check(name, false, "dereg_mr");
+}
+
+void sqd(Env &e)
+{
+	sqd_rc(e);
+	sqd_uc(e);
+}
+
 /*
  * An SRQ grows with WQEs posted (they move along), takes more than its old
  * size, refuses to shrink below what is posted, shrinks when drained; every
@@ -3554,6 +3762,7 @@ void breadth_cases(wqs::Env &e, const char *only)
 		{"parent_domain", breadth::parent_domain},
 		{"reset_cleans_cq", breadth::reset_cleans_cq},
 		{"rejected_modify", breadth::rejected_modify},
+		{"sqd", breadth::sqd},
 		{"srq_resize", breadth::srq_resize},
 		{"atomic_write", breadth::atomic_write},
 		{"memory_windows", breadth::memory_windows},
