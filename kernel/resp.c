@@ -831,7 +831,8 @@ static int sroce_read_start(struct sroce_qp *qp, u32 psn, u64 va, u32 rkey,
 
 	if (!(qp->access & IB_ACCESS_REMOTE_READ))
 		return SROCE_NAK_REMOTE_ACCESS_ERROR;
-	if (len > SROCE_MAX_MSG_SZ)
+	if (len > SROCE_MAX_MSG_SZ ||
+	    sroce_msg_npkts(len, qp->mtu) > SROCE_MAX_MSG_PKTS)
 		return SROCE_NAK_INVALID_REQUEST;
 	if (len && sroce_rkey_access(qp, rkey, IB_ACCESS_REMOTE_READ,
 				     va, len, NULL, NULL))

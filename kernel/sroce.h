@@ -114,6 +114,13 @@
 #define SROCE_PKEY_TBL_LEN		1
 #define SROCE_DEFAULT_PKEY		0xffff
 #define SROCE_MAX_MSG_SZ		0x80000000U	/* 2 GiB, the IBTA limit */
+/*
+ * Packets of one message at most: a quarter of the PSN space. PSNs compare
+ * within half of it, and a READ request moves the requester past all of its
+ * response PSNs at once. It limits a message to 1 GiB at RoCE MTU 256; from
+ * 512 on SROCE_MAX_MSG_SZ is the smaller limit.
+ */
+#define SROCE_MAX_MSG_PKTS		0x00400000U
 
 /*
  * Bytes of a full-sized RoCE v2 packet that are not payload, for the largest

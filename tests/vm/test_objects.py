@@ -118,6 +118,8 @@ BREADTH_CHECKS = (
     "parent_domain_dealloc", "qp_reset_drops_its_unpolled_completions",
     "rejected_modify_keeps_the_address",
     "sqd_rc_drains_and_resumes", "sqd_uc_drains_and_resumes",
+    "read_of_more_than_2p22_packets_refused",
+    "read_of_1gib_at_mtu_1024_reaches_the_responder",
     "srq_resize_advertised", "srq_resize_below_posted_refused", "atomic_write_lands",
     "atomic_write_misaligned_refused", "atomic_write_needs_remote_write",
     "atomic_write_not_through_post_send", "srq_resize_keeps_posted_wqes",
@@ -159,7 +161,8 @@ def test_verbs_breadth(g0):
     rereg leaves the region working; a modify_qp the QP's state refuses (a new
     address in RTS) changes nothing query_qp reports; an RC and a UC QP moved to SQD
     while WRITEs are under way finish what they started, report SQ_DRAINED once, start
-    nothing more, and carry out the rest back in RTS; a parent domain carries QPs, an SRQ, CQs and an MR;
+    nothing more, and carry out the rest back in RTS; a READ of more than 2^22 packets
+    (1 GiB + 256 bytes at path MTU 256) fails with LOC_LEN_ERR; a parent domain carries QPs, an SRQ, CQs and an MR;
     memory windows of type 1 and 2B grant remote writes on part of a region, within their
     range, rights and QP, until they are unbound, invalidated (locally or by a
     SEND_WITH_INV) or deallocated, and a bind that breaks a rule fails (a LOCAL_INV

@@ -1902,6 +1902,66 @@ void rejected_modify(Env &e)
 	check(name, why.empty(), why);
 }
 
+/*
+ * A READ of 1 GiB + 256 bytes through a fresh RC pair at path MTU mtu (the
+ * local SGE and the remote range far beyond the 1 MiB region): its status.
+ */
+int long_read(Env &e, enum ibv_mtu mtu, std::string *why)
+{
+	Pair p;
+	sroce_tool::Path pa = loopback_path(e, IBV_QPT_RC, 0), pb = pa;
+	int st = -1;
+	if (make_side(e, p.a, IBV_QPT_RC) && make_side(e, p.b, IBV_QPT_RC)) {
+		pa.dest_qpn = p.b.qp->qp_num;
+		pb.dest_qpn = p.a.qp->qp_num;
+		pa.mtu = pb.mtu = mtu;
+		if (!sroce_tool::connect_qp(p.a.qp, pa) && !sroce_tool::connect_qp(p.b.qp, pb)) {
+			struct ibv_sge sge = {reinterpret_cast<uintptr_t>(e.buf),
+					      (1u << 30) + 256, e.mr->lkey};
+			struct ibv_send_wr wr = {}, *bad = nullptr;
+			wr.wr_id = 9;
+			wr.sg_list = &sge;
+			wr.num_sge = 1;
+			wr.opcode = IBV_WR_RDMA_READ;
+			wr.send_flags = IBV_SEND_SIGNALED;
+			wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(e.buf);
+			wr.wr.rdma.rkey = e.mr->rkey;
+			struct ibv_wc wc;
+			if (ibv_post_send(p.a.qp, &wr, &bad))
+				*why = "post: " + errno_text(errno);
+			else if (!wait_wc(p.a.scq, &wc))
+				*why = "no completion";
+			else
+				st = wc.status;
+		}
+	}
+	if (st < 0 && why->empty())
+		*why = "setup: " + errno_text(errno);
+	destroy_pair(p, why);
+	return st;
+}
+
+/*
+ * PSNs are 24 bits and compare within half of their space, so a message may
+ * take at most 2^22 packets: at path MTU 256 a READ of 1 GiB + 256 bytes
+ * fails at once with LOC_LEN_ERR, before any key is checked. At MTU 1024
+ * the same length is 2^20 packets and goes to the responder, which refuses
+ * the range beyond its region (REM_ACCESS_ERR).
+ */
+void long_message(Env &e)
+{
+	std::string why;
+	int st = long_read(e, IBV_MTU_256, &why);
+	if (why.empty() && st != IBV_WC_LOC_LEN_ERR)
+		why = std::string("status ") + ibv_wc_status_str(static_cast<enum ibv_wc_status>(st));
+	check("read_of_more_than_2p22_packets_refused", why.empty(), why);
+	why.clear();
+	st = long_read(e, IBV_MTU_1024, &why);
+	if (why.empty() && st != IBV_WC_REM_ACCESS_ERR)
+		why = std::string("status ") + ibv_wc_status_str(static_cast<enum ibv_wc_status>(st));
+	check("read_of_1gib_at_mtu_1024_reaches_the_responder", why.empty(), why);
+}
+
 /* SQD: what sqd_rc and sqd_uc share. */
 struct SqdRun {
 	Env &e;
@@ -3763,6 +3823,7 @@ void breadth_cases(wqs::Env &e, const char *only)
 		{"reset_cleans_cq", breadth::reset_cleans_cq},
 		{"rejected_modify", breadth::rejected_modify},
 		{"sqd", breadth::sqd},
+		{"long_message", breadth::long_message},
 		{"srq_resize", breadth::srq_resize},
 		{"atomic_write", breadth::atomic_write},
 		{"memory_windows", breadth::memory_windows},
