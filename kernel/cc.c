@@ -551,7 +551,8 @@ static void sroce_cc_cnp_ud(struct sroce_qp *qp, const struct sk_buff *skb,
  * A valid packet for @qp arrived with CE (softirq, before the transport
  * sees it): count it, and answer with a CNP unless one left recently.
  * RC and UC answer their peer; UD answers the sender of a packet it would
- * take (its Q_Key), the GSI QP nobody.
+ * take (its Q_Key), the GSI QP nobody. A packet of another partition (its
+ * BTH P_Key) is nobody's: the transport drops it, and it asks for nothing.
  */
 void sroce_cc_rcv_ce(struct sroce_qp *qp, const struct sk_buff *skb,
 		     const struct sroce_pkt *pkt)
@@ -563,6 +564,8 @@ void sroce_cc_rcv_ce(struct sroce_qp *qp, const struct sk_buff *skb,
 	bool ud = qp->type == IB_QPT_UD;
 	u64 now, last, gap;
 
+	if (!sroce_rx_pkey_ok(ip + pkt->bth_off))
+		return;
 	atomic64_inc(&cc->ce_rcvd);
 	if (!sroce_cc(sdev, SROCE_CC_NP_ENABLE) || qp->is_gsi)
 		return;

@@ -270,14 +270,21 @@ def test_b_rc_write_from_non_peer_address(net, victims):
 
 
 def test_c_wrong_pkey_from_peer(net, victims):
-    """RC WRITE ONLY from the peer's address with BTH P_Key 0x1234: dropped,
-    rx_drop_pkey counts it, MR unchanged."""
+    """RC WRITE ONLY from the peer's address with BTH P_Key 0x1234, marked CE:
+    dropped, rx_drop_pkey counts it, MR unchanged, and no CNP answers it (the
+    CE mark arrived: np_ecn_marked_roce_packets counts it)."""
     g0, g1, _, _ = net
     c = Checks("wrong BTH P_Key")
     v = start(victims, g0, "c", "rc", g1.ip4, ["wait /tmp/hv-c-go", "check", "state", "exit"])
     before = counters(g0)
-    sent = attack(g1, g0, "rc_write_only", 2, v, v.rq_psn, extra="--pkey 0x1234 --payload-len 128")
+    sent = attack(g1, g0, "rc_write_only", 2, v, v.rq_psn,
+                  extra="--pkey 0x1234 --payload-len 128 --ecn 3")
     after = settle(g0, before, "rx_drop_pkey", sent)
+    c.expect(grew(before, after, "np_ecn_marked_roce_packets") == sent,
+             "np_ecn_marked_roce_packets grew by %d, not %d"
+             % (grew(before, after, "np_ecn_marked_roce_packets"), sent))
+    c.expect(grew(before, after, "np_cnp_sent") == 0,
+             "np_cnp_sent grew by %d" % grew(before, after, "np_cnp_sent"))
     v.go()
     out = v.finish()
     c.note(out.strip())

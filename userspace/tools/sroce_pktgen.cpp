@@ -7,7 +7,7 @@
  *   sroce-pktgen -i eth0 -d 10.99.0.1 [-6] [--dst-mac M] -m MODE[,MODE...]
  *                [-n N] [--qpn Q] [--seed S] [--interval-us U] [--src IP]
  *                [--psn P] [--rkey K] [--va V] [--len L] [--payload-len N]
- *                [--qkey Q] [--syndrome S] [--pkey P] [--sport P]
+ *                [--qkey Q] [--syndrome S] [--pkey P] [--sport P] [--ecn E]
  *   sroce-pktgen --list
  *
  * The transport modes (uc_write ... live) aim at a live QP: --qpn, --psn,
@@ -18,6 +18,8 @@
  * For each mode it prints "mode=NAME sent=N expect=COUNTER", COUNTER being
  * the sroce receive counter that the packets should land in on the peer, or
  * "none" for packets the peer's IP/UDP stack drops before sroce sees them.
+ * --ecn sets the IP header's ECN field (3: CE) of every packet; the ICRC
+ * does not cover it.
  */
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -69,6 +71,7 @@ struct Config {
 	int syndrome = -1;		/* AETH syndrome, -1 = the mode's default */
 	uint16_t pkey = SROCE_PKEY_DEFAULT;
 	int sport = -1;			/* UDP source port, -1 = derived from the PSN */
+	uint8_t ecn = 0;		/* the IP header's ECN field */
 };
 
 struct Endpoint {
@@ -79,6 +82,7 @@ struct Endpoint {
 	uint8_t dst_ip[16] = {};
 	uint16_t pkey = SROCE_PKEY_DEFAULT;
 	int sport = -1;
+	uint8_t ecn = 0;
 };
 
 /* Every payload byte of the transport modes. */
@@ -106,7 +110,7 @@ struct Packet {
 		     "                    [-n COUNT] [--qpn QPN] [--seed S] [--interval-us U]\n"
 		     "                    [--src IP] [--psn P] [--rkey K] [--va V] [--len L]\n"
 		     "                    [--payload-len N] [--qkey Q] [--syndrome S] [--pkey P]\n"
-		     "                    [--sport P]\n"
+		     "                    [--sport P] [--ecn E]\n"
 		     "       sroce-pktgen --list\n", msg);
 	std::exit(2);
 }
@@ -176,12 +180,14 @@ Packet build(const Endpoint &ep, bool v6, uint8_t opcode, uint32_t qpn, size_t p
 	uint8_t *ip = p.b.data();
 	if (v6) {
 		ip[0] = 0x60;
+		ip[1] = static_cast<uint8_t>(ep.ecn << 4);	/* traffic class bits 1..0 */
 		ip[6] = 17;
 		ip[7] = 64;
 		std::memcpy(ip + 8, ep.src_ip, 16);
 		std::memcpy(ip + 24, ep.dst_ip, 16);
 	} else {
 		ip[0] = 0x45;
+		ip[1] = ep.ecn;
 		sroce_put_be16(ip + 4, static_cast<uint16_t>(psn));	/* id */
 		sroce_put_be16(ip + 6, 0x4000);				/* DF */
 		ip[8] = 64;
@@ -707,6 +713,7 @@ Endpoint setup(const Config &c)
 		usage("no source address of that family on the interface");
 	ep.pkey = c.pkey;
 	ep.sport = c.sport;
+	ep.ecn = c.ecn;
 
 	if (!c.dst_mac.empty()) {
 		if (!parse_mac(c.dst_mac, ep.dst_mac))
@@ -839,6 +846,8 @@ int main(int argc, char **argv)
 			c.pkey = static_cast<uint16_t>(num(val(), 0xffff));
 		} else if (a == "--sport") {
 			c.sport = static_cast<int>(num(val(), 0xffff));
+		} else if (a == "--ecn") {
+			c.ecn = static_cast<uint8_t>(num(val(), 3));
 		} else if (a == "--interval-us") {
 			c.interval_us = static_cast<unsigned int>(std::strtoul(val().c_str(), nullptr, 0));
 		} else {
