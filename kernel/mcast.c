@@ -108,12 +108,12 @@ static int sroce_mcg_membership(struct sroce_dev *sdev,
 /* A copy of @g with @qpn added (@add) or removed; NULL without memory. */
 static struct sroce_mcg *sroce_mcg_copy(const struct sroce_mcg *g,
 					const union ib_gid *mgid, u32 qpn,
-					bool add)
+					bool add, gfp_t gfp)
 {
 	u32 n = g ? g->nqp : 0, i, j = 0;
 	struct sroce_mcg *c;
 
-	c = kzalloc(struct_size(c, qpn, n + add), GFP_KERNEL);
+	c = kzalloc(struct_size(c, qpn, n + add), gfp);
 	if (!c)
 		return NULL;
 	c->mgid = *mgid;
@@ -172,7 +172,7 @@ int sroce_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
 		err = -ENOMEM;
 		goto out;
 	}
-	c = sroce_mcg_copy(g, gid, qp->ibqp.qp_num, true);
+	c = sroce_mcg_copy(g, gid, qp->ibqp.qp_num, true, GFP_KERNEL);
 	if (!c) {
 		err = -ENOMEM;
 		goto out;
@@ -193,14 +193,18 @@ out:
 	return err;
 }
 
-/* Take @qpn out of @g (mcg_lock held); leave the group with its last QP. */
+/*
+ * Take @qpn out of @g (mcg_lock held); leave the group with its last QP.
+ * @gfp: __GFP_NOFAIL where the QP goes away (its number must not stay in
+ * the group for the next QP to get it; the copy is at most 64 numbers).
+ */
 static int sroce_mcg_detach(struct sroce_dev *sdev, struct sroce_mcg *g,
-			    u32 qpn)
+			    u32 qpn, gfp_t gfp)
 {
 	struct sroce_mcg *c = NULL;
 
 	if (g->nqp > 1) {
-		c = sroce_mcg_copy(g, &g->mgid, qpn, false);
+		c = sroce_mcg_copy(g, &g->mgid, qpn, false, gfp);
 		if (!c)
 			return -ENOMEM;
 	} else {
@@ -222,7 +226,7 @@ int sroce_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
 	mutex_lock(&sdev->mcg_lock);
 	g = sroce_mcg_find(sdev, gid);
 	if (g && sroce_mcg_has(g, qp->ibqp.qp_num)) {
-		err = sroce_mcg_detach(sdev, g, qp->ibqp.qp_num);
+		err = sroce_mcg_detach(sdev, g, qp->ibqp.qp_num, GFP_KERNEL);
 		if (!err)
 			qp->num_mcast--;
 	}
@@ -250,9 +254,9 @@ void sroce_mcast_qp_gone(struct sroce_qp *qp)
 	for (i = 0; i < SROCE_MCG_BUCKETS && qp->num_mcast; i++)
 		hlist_for_each_entry_safe(g, tmp, &sdev->mcg_hash[i], node)
 			if (sroce_mcg_has(g, qp->ibqp.qp_num)) {
-				/* no memory: the QP number stays, unused */
-				if (!sroce_mcg_detach(sdev, g, qp->ibqp.qp_num))
-					qp->num_mcast--;
+				sroce_mcg_detach(sdev, g, qp->ibqp.qp_num,
+						 GFP_KERNEL | __GFP_NOFAIL);
+				qp->num_mcast--;
 			}
 	mutex_unlock(&sdev->mcg_lock);
 	rtnl_unlock();
