@@ -597,6 +597,145 @@ def iser_initiator(g, target):
         i.stop()
 
 
+# ------------------------------------------------------------ SRP
+
+SRP_PORT = 5555                 # the RDMA/CM port ib_srpt listens on
+
+
+def srp_port_name(g, dev):
+    """ib_srpt's name for dev's port 1: its GID 0 without the link-local prefix
+    (the port GUID form, "5054:00ff:fe99:0001"), as blktests' srp suite names it."""
+    gid = g.read_file("/sys/class/infiniband/%s/ports/1/gids/0" % dev).strip()
+    assert gid.startswith("fe80:0000:0000:0000:"), gid
+    return gid[len("fe80:0000:0000:0000:"):]
+
+
+class SrptTarget:
+    """LIO's SRP target (ib_srpt) in guest g on RDMA device dev: a ramdisk LUN
+    (rd_mcp) behind the port named by dev's GUID, listening for RDMA/CM logins
+    on SRP_PORT, and an ACL for the sessions that log in through the RDMA/CM.
+    ib_srpt (6.1, 6.12) names such a session by its connection's source
+    address, which on the listening side is the target's own address: the ACL
+    is g's IPv4 address whoever logs in (blktests' srp suite, host and target
+    on one machine, lists every local address). Written into configfs as that
+    suite does."""
+
+    CFS = "/sys/kernel/config/target"
+    SO = "core/rd_mcp_0/sroce_srp"
+    MODEL = "RAMDISK-MCP"
+
+    def __init__(self, g, dev, size_mb=64):
+        self.g, self.dev, self.size_mb = g, dev, size_mb
+        self.addr = self.ini = g.ip4
+        self.port = srp_port_name(g, dev)
+        self.tpg = "%s/srpt/%s/%s" % (self.CFS, self.port, self.port)
+        self.guid = None
+
+    def setup(self, state):
+        g, c, t = self.g, self.CFS, self.tpg
+        state.mount_configfs()
+        g.check("modprobe target_core_mod && modprobe ib_srpt")
+        acl = "%s/acls/%s" % (t, self.ini)
+        g.check("\n".join([
+            "set -e",
+            "mkdir -p %s/%s" % (c, self.SO),
+            "echo rd_pages=%d > %s/%s/control" % ((self.size_mb << 20) // 4096, c, self.SO),
+            "echo 1 > %s/%s/enable" % (c, self.SO),
+            "mkdir -p %s/srpt" % c,
+            "echo %d > %s/srpt/discovery_auth/rdma_cm_port" % (SRP_PORT, c),
+            "mkdir %s/srpt/%s %s" % (c, self.port, t),
+            "mkdir %s/lun/lun_0" % t,
+            "ln -s %s/%s %s/lun/lun_0/sroce_srp" % (c, self.SO, t),
+            "mkdir %s %s/lun_0" % (acl, acl),
+            "ln -s %s/lun/lun_0 %s/lun_0/lun_0" % (t, acl),
+            "echo 1 > %s/enable" % t,
+        ]))
+        self.guid = g.read_file("/sys/module/ib_srpt/parameters/srpt_service_guid").strip()
+        assert self.guid.startswith("0x"), self.guid
+
+    def teardown(self):
+        c, t = self.CFS, self.tpg
+        self.g.run(
+            "C=%s; T=%s\n"
+            "if [ -d $T ]; then\n"
+            "  echo 0 > $T/enable\n"
+            "  find $T/acls -mindepth 3 -maxdepth 3 -type l -delete\n"
+            "  for m in $T/acls/*/lun_*; do [ -d $m ] && rmdir $m; done\n"
+            "  for a in $T/acls/*; do [ -d $a ] && rmdir $a; done\n"
+            "  rm -f $T/lun/lun_0/sroce_srp; rmdir $T/lun/lun_0 $T $C/srpt/%s\n"
+            "fi\n"
+            "rmdir $C/srpt 2>/dev/null\n"
+            "[ -d $C/%s ] && rmdir $C/%s $(dirname $C/%s)\n"
+            "true" % (c, t, self.port, self.SO, self.SO, self.SO))
+        left = self.g.run("ls %s/srpt 2>/dev/null; ls %s/core 2>/dev/null | grep -v ^alua; "
+                          "true" % (c, c)).out
+        assert not left.strip(), "LIO entries left in %s: %r" % (self.g.name, left)
+
+
+@contextlib.contextmanager
+def srpt_target(g, dev, state, **kw):
+    t = SrptTarget(g, dev, **kw)
+    try:
+        t.setup(state)
+        yield t
+    finally:
+        t.teardown()
+
+
+class SrpInitiator:
+    """ib_srp in guest g on RDMA device dev, logged in to target through the
+    RDMA/CM: the target's LUN as an sd disk."""
+
+    def __init__(self, g, dev, target):
+        self.g, self.dev, self.t = g, dev, target
+        self.disk = None
+
+    def rports(self):
+        return self.g.check("ls /sys/class/srp_remote_ports 2>/dev/null; true").split()
+
+    def login(self):
+        g, t = self.g, self.t
+        g.check("modprobe sd_mod && modprobe ib_srp")
+        before = block_devices(g)
+        gid = g.read_file("/sys/class/infiniband/%s/ports/1/gids/0" % self.dev).strip()
+        g.check("echo id_ext=%s,initiator_ext=%s,ioc_guid=%s,dest=%s:%d > "
+                "/sys/class/infiniband_srp/srp-%s-1/add_target"
+                % (t.guid, gid.replace(":", "")[:16], t.guid, t.addr, SRP_PORT, self.dev))
+        assert len(self.rports()) == 1, self.rports()
+        new = wait_for(lambda: sorted(block_devices(g) - before) or None, timeout=60,
+                       what="the SRP LUN as an sd disk")
+        assert len(new) == 1 and new[0].startswith("sd"), new
+        self.disk = new[0]
+        ensure_dev_node(g, self.disk)
+        sectors = int(g.check("cat /sys/block/%s/size" % self.disk))
+        assert sectors * 512 == t.size_mb << 20, "%s: %d sectors" % (self.disk, sectors)
+        model = g.check("cat /sys/block/%s/device/model" % self.disk).strip()
+        assert model == t.MODEL, "%s: model %r" % (self.disk, model)
+        return self
+
+    def logout(self):
+        g = self.g
+        for p in self.rports():
+            g.check("echo 1 > /sys/class/srp_remote_ports/%s/delete" % p)
+        wait_for(lambda: not self.rports() and self.disk not in block_devices(g), timeout=30,
+                 what="the SRP port and disk to go")
+
+    def stop(self):
+        g = self.g
+        for p in self.rports():
+            g.run("echo 1 > /sys/class/srp_remote_ports/%s/delete" % p)
+        g.run("modprobe -r ib_srp; true", timeout=60)
+
+
+@contextlib.contextmanager
+def srp_initiator(g, dev, target):
+    i = SrpInitiator(g, dev, target)
+    try:
+        yield i
+    finally:
+        i.stop()
+
+
 # ------------------------------------------------------------ NFS over RDMA
 
 class NfsRdmaServer:

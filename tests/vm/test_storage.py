@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """Storage over RDMA between the two guests: NVMe over Fabrics (nvmet-rdma and
 nvme-rdma), iSER (LIO's ib_isert and open-iscsi's ib_iser) and NFS over RDMA
-(knfsd's svcrdma and the NFS client's xprtrdma), with data checked end to end.
+(knfsd's svcrdma and the NFS client's xprtrdma) and SRP (LIO's ib_srpt and
+ib_srp), with data checked end to end.
 
 Guest 0 is the target (server), guest 1 the host (initiator, client). Every
 test runs once per pair of device kinds (target, host):
@@ -13,7 +14,7 @@ test runs once per pair of device kinds (target, host):
                 SROCE_TEST_RXE_BASELINE=1
 
 Select pairs with -k, e.g. -k sroce-rxe. NVMe reconnect and NFS run in the
-pairs of one kind (interop is NVMe-oF and iSER, both ways); the fault tests
+pairs of one kind (interop is NVMe-oF and iSER, both ways), and so does SRP; the fault tests
 (lossy link, device removal under I/O) in sroce-sroce only.
 
 Every test builds its target and host from nothing and takes them down again
@@ -335,6 +336,30 @@ def test_iser_io(request, pair):
                 ini.logout()
                 wait_for(lambda: "LOGGED_IN" not in t.check("cat " + acl), timeout=30,
                          what="the target to drop the session")
+                sw.lap("logout")
+    sw.lap("teardown")
+    report(request, sw)
+
+
+# ------------------------------------------------------------ SRP
+
+def test_srp_io(request, pair):
+    """LIO's SRP target (ib_srpt) with a ramdisk LUN; ib_srp logs in through the
+    RDMA/CM, the LUN appears as an sd disk, fio verifies it, the port is
+    deleted: the disk is gone. What blktests' srp suite sets up, between two
+    hosts."""
+    one_kind(pair)
+    t, h = pair.server.guest, pair.client.guest
+    sw = st.Stopwatch()
+    with st.guest_state(t, h) as (ts, hs):
+        with st.srpt_target(t, pair.server.dev, ts, size_mb=DEV_MB) as tgt:
+            sw.lap("target")
+            with st.srp_initiator(h, pair.client.dev, tgt) as ini:
+                ini.login()
+                sw.lap("login")
+                st.fio_verify(h, devs([ini.disk]), patterns_for(pair))
+                sw.lap("fio")
+                ini.logout()
                 sw.lap("logout")
     sw.lap("teardown")
     report(request, sw)
