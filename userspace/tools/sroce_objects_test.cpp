@@ -1673,20 +1673,27 @@ void resize_cq_poller(Env &e)
 	check(name, why.empty() && destroyed && resizes >= kTotal / kEvery - 1, why + dwhy);
 }
 
+/* A signaled RDMA WRITE or READ of len bytes, local to remote: ibv_post_send's result. */
+int post_rdma(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, const void *local,
+	      uint32_t len, uint32_t lkey, const void *remote, uint32_t rkey)
+{
+	struct ibv_sge sge = {reinterpret_cast<uintptr_t>(local), len, lkey};
+	struct ibv_send_wr wr = {}, *bad = nullptr;
+	wr.wr_id = wr_id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = op;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(remote);
+	wr.wr.rdma.rkey = rkey;
+	return ibv_post_send(qp, &wr, &bad);
+}
+
 /* RDMA WRITE len bytes from send slot 0 to (addr, rkey); the completion's status. */
 int write_to(Env &e, Side &s, void *addr, uint32_t rkey, uint32_t msg, uint32_t len)
 {
 	fill(e.buf, msg, len);
-	struct ibv_sge sge = {reinterpret_cast<uintptr_t>(e.buf), len, e.mr->lkey};
-	struct ibv_send_wr wr = {}, *bad = nullptr;
-	wr.wr_id = msg;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(addr);
-	wr.wr.rdma.rkey = rkey;
-	if (ibv_post_send(s.qp, &wr, &bad))
+	if (post_rdma(s.qp, IBV_WR_RDMA_WRITE, msg, e.buf, len, e.mr->lkey, addr, rkey))
 		return -1;
 	struct ibv_wc wc;
 	return wait_wc(s.scq, &wc) ? wc.status : -2;
@@ -1916,18 +1923,9 @@ int long_read(Env &e, enum ibv_mtu mtu, std::string *why)
 		pb.dest_qpn = p.a.qp->qp_num;
 		pa.mtu = pb.mtu = mtu;
 		if (!sroce_tool::connect_qp(p.a.qp, pa) && !sroce_tool::connect_qp(p.b.qp, pb)) {
-			struct ibv_sge sge = {reinterpret_cast<uintptr_t>(e.buf),
-					      (1u << 30) + 256, e.mr->lkey};
-			struct ibv_send_wr wr = {}, *bad = nullptr;
-			wr.wr_id = 9;
-			wr.sg_list = &sge;
-			wr.num_sge = 1;
-			wr.opcode = IBV_WR_RDMA_READ;
-			wr.send_flags = IBV_SEND_SIGNALED;
-			wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(e.buf);
-			wr.wr.rdma.rkey = e.mr->rkey;
 			struct ibv_wc wc;
-			if (ibv_post_send(p.a.qp, &wr, &bad))
+			if (post_rdma(p.a.qp, IBV_WR_RDMA_READ, 9, e.buf, (1u << 30) + 256,
+				      e.mr->lkey, e.buf, e.mr->rkey))
 				*why = "post: " + errno_text(errno);
 			else if (!wait_wc(p.a.scq, &wc))
 				*why = "no completion";
@@ -1974,16 +1972,8 @@ struct SqdRun {
 	void post(uint32_t i, size_t off, uint32_t len)
 	{
 		fill(src + off, 300 + i, len);
-		struct ibv_sge sge = {reinterpret_cast<uintptr_t>(src + off), len, mr->lkey};
-		struct ibv_send_wr wr = {}, *bad = nullptr;
-		wr.wr_id = i;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		wr.opcode = IBV_WR_RDMA_WRITE;
-		wr.send_flags = IBV_SEND_SIGNALED;
-		wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(dst + off);
-		wr.wr.rdma.rkey = mr->rkey;
-		if (why.empty() && ibv_post_send(s.qp, &wr, &bad))
+		if (why.empty() && post_rdma(s.qp, IBV_WR_RDMA_WRITE, i, src + off, len, mr->lkey,
+					     dst + off, mr->rkey))
 			why = strf("post %u: %s", i, errno_text(errno).c_str());
 	}
 	bool landed(uint32_t i, size_t off, uint32_t len)
