@@ -196,8 +196,7 @@ static bool sroce_comp_ack_upto(struct sroce_qp *qp, u32 psn)
  */
 static bool sroce_req_outstanding(struct sroce_qp *qp)
 {
-	return qp->sq.cons != qp->req.fetched &&
-	       sroce_swqe_at(qp, qp->sq.cons)->started;
+	return !sroce_sq_drained(qp);
 }
 
 /*

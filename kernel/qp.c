@@ -94,10 +94,10 @@ void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type)
 }
 
 /*
- * SQD: the send queue is drained when every WQE the requester started has
- * completed (IBTA 10.3.1.4): the oldest WQE, if any, is not started. Not
- * req.next == sq.cons: a rewind to resend the oldest WQE sets that too.
- * sq_lock held.
+ * The send queue is drained when every WQE the requester started has
+ * completed (IBTA 10.3.1.4, SQD): the oldest WQE, if any, is not started.
+ * Not req.next == sq.cons: a rewind to resend the oldest WQE sets that too.
+ * The completer asks the same (is anything outstanding?). sq_lock held.
  */
 bool sroce_sq_drained(struct sroce_qp *qp)
 {

@@ -263,8 +263,7 @@ static u8 sroce_swqe_check(struct sroce_qp *qp, struct sroce_swqe *wqe)
 			len += sge[i].length;
 	}
 	if (len > SROCE_MAX_MSG_SZ ||
-	    (type != IB_QPT_UD &&
-	     sroce_msg_npkts(len, qp->mtu) > SROCE_MAX_MSG_PKTS))
+	    sroce_msg_npkts(len, qp->mtu) > SROCE_MAX_MSG_PKTS)
 		return IB_WC_LOC_LEN_ERR;
 	if (sroce_op_is_atomic(wr->opcode) && len != 8)
 		return IB_WC_LOC_LEN_ERR;

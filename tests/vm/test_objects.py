@@ -162,7 +162,8 @@ def test_verbs_breadth(g0):
     address in RTS) changes nothing query_qp reports; an RC and a UC QP moved to SQD
     while WRITEs are under way finish what they started, report SQ_DRAINED once, start
     nothing more, and carry out the rest back in RTS; a READ of more than 2^22 packets
-    (1 GiB + 256 bytes at path MTU 256) fails with LOC_LEN_ERR; a parent domain carries QPs, an SRQ, CQs and an MR;
+    (1 GiB + 256 bytes at path MTU 256) fails with LOC_LEN_ERR; a parent domain carries
+    QPs, an SRQ, CQs and an MR;
     memory windows of type 1 and 2B grant remote writes on part of a region, within their
     range, rights and QP, until they are unbound, invalidated (locally or by a
     SEND_WITH_INV) or deallocated, and a bind that breaks a rule fails (a LOCAL_INV
