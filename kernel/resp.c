@@ -495,6 +495,7 @@ void sroce_resp_reset_locked(struct sroce_qp *qp)
 	qp->resp.uc_drop = false;
 	qp->resp.failed = false;
 	qp->resp.err_pending = false;
+	qp->resp.comm_est = false;
 	qp->resp.epsn = 0;
 	qp->resp.msn = 0;
 	qp->resp.xsrqn = 0;
@@ -1444,6 +1445,7 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 {
 	const u8 *ip = skb_network_header(skb);
 	unsigned int drop = 0;
+	bool comm_est;
 
 	spin_lock_bh(&qp->rq_lock);
 	if (!sroce_resp_active(qp) || qp->xrc == SROCE_XRC_INI ||
@@ -1459,6 +1461,16 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		kfree_skb(skb);
 		return;
 	}
+	/*
+	 * The peer's first request on a connected QP still in RTR raises
+	 * Communication Established, once: a passive side whose CM has not
+	 * seen the RTU yet learns from it that the connection is up
+	 * (rdma_notify(), ib_cm_notify()).
+	 */
+	comm_est = qp->state == IB_QPS_RTR && !qp->resp.comm_est &&
+		   sroce_qp_transport(qp) != SROCE_TRANSPORT_UD;
+	if (comm_est)
+		qp->resp.comm_est = true;
 	if (qp->resp.read.active || !skb_queue_empty(&qp->resp.backlog)) {
 		if (skb_queue_len(&qp->resp.backlog) < SROCE_BACKLOG_MAX) {
 			/* The input route is not held: valid only in this RCU section. */
@@ -1469,11 +1481,13 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		spin_unlock_bh(&qp->rq_lock);
 		if (skb)
 			kfree_skb(skb);	/* the requester will retry */
-		return;
+	} else {
+		sroce_resp_process(qp, skb, pkt);
+		spin_unlock_bh(&qp->rq_lock);
+		consume_skb(skb);
 	}
-	sroce_resp_process(qp, skb, pkt);
-	spin_unlock_bh(&qp->rq_lock);
-	consume_skb(skb);
+	if (comm_est)
+		sroce_qp_event(qp, IB_EVENT_COMM_EST);
 }
 
 /* Continue a long READ, then the requests that queued up behind it. */

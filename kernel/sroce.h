@@ -675,6 +675,7 @@ struct sroce_resp_info {
 	bool			uc_drop;	/* UC: skip to the next message */
 	bool			failed;		/* fatal responder error seen */
 	bool			err_pending;	/* err_work is to move the QP to ERR */
+	bool			comm_est;	/* COMM_EST raised (RTR) */
 	/* message being received (SEND / WRITE spanning packets) */
 	bool			in_msg;		/* inside a multi-packet message */
 	u8			msg_kind;	/* its SROCE_KIND_* */

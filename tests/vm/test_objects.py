@@ -118,6 +118,7 @@ BREADTH_CHECKS = (
     "parent_domain_dealloc", "qp_reset_drops_its_unpolled_completions",
     "rejected_modify_keeps_the_address",
     "sqd_rc_drains_and_resumes", "sqd_uc_drains_and_resumes",
+    "comm_est_rc_once_in_rtr", "comm_est_uc_once_in_rtr",
     "read_of_more_than_2p22_packets_refused",
     "read_of_1gib_at_mtu_1024_reaches_the_responder",
     "srq_resize_advertised", "srq_resize_below_posted_refused", "atomic_write_lands",

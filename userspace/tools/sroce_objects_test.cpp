@@ -2160,6 +2160,71 @@ void sqd(Env &e)
 	sqd_uc(e);
 }
 
+uint32_t count_events(uint32_t qpn, enum ibv_event_type t)
+{
+	uint32_t n = 0;
+	for (const Event &x : events)
+		n += x.type == t && x.qpn == qpn;
+	return n;
+}
+
+/*
+ * Communication Established: the peer's first request on a QP still in
+ * RTR raises IBV_EVENT_COMM_EST on it, once; the message is received in
+ * RTR. The sender, in RTS before any traffic, gets none, and neither does
+ * the receiver once in RTS.
+ */
+void comm_est_one(Env &e, enum ibv_qp_type type, const char *name)
+{
+	Pair p;
+	if (!make_side(e, p.a, type) || !make_side(e, p.b, type) ||
+	    (type == IBV_QPT_RC ? !rc_connect(e, p.a, p.b.qp->qp_num) :
+	     sroce_tool::connect_qp(p.a.qp, loopback_path(e, type, p.b.qp->qp_num)) != 0))
+		return setup_failed(name, p);
+	sroce_tool::Path pb = loopback_path(e, type, p.a.qp->qp_num);
+	if (sroce_tool::qp_to_init(p.b.qp, pb) || sroce_tool::qp_to_rtr(p.b.qp, pb))
+		return setup_failed(name, p);
+	drain_events(e.ctx);
+	const uint32_t b = p.b.qp->qp_num, a = p.a.qp->qp_num;
+	std::string why;
+	auto one = [&](uint32_t msg) {
+		struct ibv_wc wc;
+		if (!why.empty())
+			return;
+		if (recv_slot(e, p.b, msg) || send_msg(e, p.a, msg))
+			why = strf("post %u: %s", msg, errno_text(errno).c_str());
+		else if (!wait_wc(p.a.scq, &wc) || wc.status != IBV_WC_SUCCESS)
+			why = strf("send %u: %s", msg, wc_text(wc).c_str());
+		else if (!wait_wc(p.b.rcq, &wc))
+			why = strf("recv %u: no completion", msg);
+		else
+			why = check_recv(e, wc, msg);
+	};
+	one(0);
+	drain_events(e.ctx, 0.5);
+	if (why.empty() && count_events(b, IBV_EVENT_COMM_EST) != 1)
+		why = strf("%u COMM_EST events after the first message in RTR",
+			   count_events(b, IBV_EVENT_COMM_EST));
+	one(1);
+	if (why.empty() && sroce_tool::qp_to_rts(p.b.qp, pb))
+		why = "receiver to RTS: " + errno_text(errno);
+	one(2);
+	drain_events(e.ctx, 0.2);
+	if (why.empty() && (count_events(b, IBV_EVENT_COMM_EST) != 1 ||
+			    count_events(a, IBV_EVENT_COMM_EST) != 0))
+		why = strf("COMM_EST: %u on the receiver, %u on the sender (want 1, 0)",
+			   count_events(b, IBV_EVENT_COMM_EST),
+			   count_events(a, IBV_EVENT_COMM_EST));
+	destroy_pair(p, &why);
+	check(name, why.empty(), why);
+}
+
+void comm_est(Env &e)
+{
+	comm_est_one(e, IBV_QPT_RC, "comm_est_rc_once_in_rtr");
+	comm_est_one(e, IBV_QPT_UC, "comm_est_uc_once_in_rtr");
+}
+
 /*
  * An SRQ grows with WQEs posted (they move along), takes more than its old
  * size, refuses to shrink below what is posted, shrinks when drained; every
@@ -3813,6 +3878,7 @@ void breadth_cases(wqs::Env &e, const char *only)
 		{"reset_cleans_cq", breadth::reset_cleans_cq},
 		{"rejected_modify", breadth::rejected_modify},
 		{"sqd", breadth::sqd},
+		{"comm_est", breadth::comm_est},
 		{"long_message", breadth::long_message},
 		{"srq_resize", breadth::srq_resize},
 		{"atomic_write", breadth::atomic_write},
