@@ -393,6 +393,8 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	if (!sroce_mr_stop_binds(mr))
 		return -EBUSY;
 	sroce_mr_unpublish(sdev, mr);
+	if (mr->odp)
+		sroce_odp_stop(mr);
 	sroce_mr_put(mr);
 	wait_for_completion(&mr->done);
 

@@ -265,7 +265,9 @@ static int sroce_odp_map(struct sroce_mr *mr, unsigned long first,
 				      (unsigned long)SROCE_ODP_CHUNK);
 		int err;
 
-		if (READ_ONCE(mr->odp->dead) || fatal_signal_pending(current))
+		if (READ_ONCE(mr->odp->dead))
+			return ret ?: -ENOENT;
+		if (fatal_signal_pending(current))
 			return ret ?: -EINTR;
 		err = sroce_odp_map_chunk(mr, first, n, fault, access);
 
@@ -440,15 +442,28 @@ int sroce_odp_init(struct sroce_mr *mr, u64 start, bool implicit)
 	return 0;
 }
 
+/*
+ * Deregistration begins: the region is unpublished, but a prefetch or the
+ * work item may still hold a reference while it faults in a long range.
+ * Both stop at their next chunk, so the wait for the last reference is
+ * short; what an access then finds missing is not faulted in any more.
+ */
+void sroce_odp_stop(struct sroce_mr *mr)
+{
+	struct sroce_odp *odp = mr->odp;
+
+	spin_lock_irq(&mr->lock);
+	WRITE_ONCE(odp->dead, true);
+	odp->nqueued = 0;
+	spin_unlock_irq(&mr->lock);
+}
+
 /* Deregistration: no access runs any more (the region's last reference is gone). */
 void sroce_odp_fini(struct sroce_mr *mr)
 {
 	struct sroce_odp *odp = mr->odp;
 
-	spin_lock_irq(&mr->lock);
-	odp->dead = true;
-	odp->nqueued = 0;
-	spin_unlock_irq(&mr->lock);
+	sroce_odp_stop(mr);
 	cancel_work_sync(&odp->work);
 	/* Still registered: a concurrent invalidation takes what it finds. */
 	sroce_odp_drop(mr, 0, odp->last, false, 0);

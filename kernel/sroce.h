@@ -951,6 +951,7 @@ int sroce_sge_prefault(struct sroce_dev *sdev, struct sroce_pd *pd,
 
 /* odp.c */
 int sroce_odp_init(struct sroce_mr *mr, u64 start, bool implicit);
+void sroce_odp_stop(struct sroce_mr *mr);
 void sroce_odp_fini(struct sroce_mr *mr);
 int sroce_odp_walk(struct sroce_mr *mr, u64 va, u64 len, sroce_mr_page_fn fn,
 		   void *priv);

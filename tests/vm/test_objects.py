@@ -148,7 +148,7 @@ BREADTH_CHECKS = (
     "odp_write_to_unmapped_range_fails", "odp_prefetch_maps_pages", "odp_prefetch_no_fault",
     "odp_advise_refused_outside_odp", "odp_dereg", "odp_implicit_reg",
     "odp_implicit_write_anywhere", "odp_prefetch_unmapped_leaves_nothing", "odp_implicit_dereg", "odp_rereg_translation",
-    "odp_rereg_dereg", "xrc_srq_numbers", "xrc_send_to_two_srqs", "xrc_rdma_and_atomics",
+    "odp_rereg_dereg", "odp_dereg_stops_a_prefetch", "xrc_srq_numbers", "xrc_send_to_two_srqs", "xrc_rdma_and_atomics",
     "xrc_no_queues_where_none", "xrc_shared_domain_open_qp", "xrc_wr_set_xrc_srqn",
     "xrc_key_of_other_pd_refused", "xrc_unknown_srq_refused", "xrc_srq_of_other_domain_refused",
     "xrc_destroyed_srq_refused", "xrc_teardown", "breadth_teardown")

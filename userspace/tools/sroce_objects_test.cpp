@@ -3143,6 +3143,59 @@ std::string st_text(int st)
 }
 
 /*
+ * Deregistering a region while a synchronous prefetch (FLUSH) faults in a
+ * long range of it stops the prefetch at its next chunk: the prefetch fails
+ * with ENOENT and the deregistration does not wait for the whole range.
+ * 4 GiB mapped read-only (faulted to the zero page: next to no memory)
+ * takes seconds to prefetch under TCG.
+ */
+void odp_dereg_during_prefetch(Env &e)
+{
+	const char *name = "odp_dereg_stops_a_prefetch";
+	const size_t len = size_t(4) << 30;
+	void *big = mmap(nullptr, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			 -1, 0);
+	if (big == MAP_FAILED)
+		return check(name, false, "mmap: " + errno_text(errno));
+	struct ibv_mr *mr = ibv_reg_mr(e.pd, big, len,
+				       IBV_ACCESS_ON_DEMAND | IBV_ACCESS_REMOTE_READ);
+	if (!mr) {
+		check(name, false, "reg_mr: " + errno_text(errno));
+		munmap(big, len);
+		return;
+	}
+	std::atomic<int> arc{-1};
+	std::atomic<bool> done{false};
+	const auto t0 = Clock::now();
+	std::thread prefetch([&] {
+		/* one SGE (lengths are 32 bits): after it nothing looks the region up again */
+		struct ibv_sge sge = {reinterpret_cast<uintptr_t>(big),
+				      static_cast<uint32_t>(len - 4096), mr->lkey};
+		arc = ibv_advise_mr(e.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, IBV_ADVISE_MR_FLAG_FLUSH,
+				    &sge, 1);
+		done = true;
+	});
+	usleep(300 * 1000);
+	const bool early = done;
+	const auto t1 = Clock::now();
+	const int drc = ibv_dereg_mr(mr);
+	const double dereg_s = seconds_since(t1);
+	prefetch.join();
+	std::printf("  deregistered during a 4 GiB prefetch: advise rc %d after %.3f s, "
+		    "dereg %.3f s\n", arc.load(), seconds_since(t0), dereg_s);
+	std::string why;
+	if (drc)
+		why = "dereg_mr: " + errno_text(drc);
+	else if (early)
+		std::printf("  the prefetch ended within 0.3 s: nothing to stop on this host\n");
+	else if (arc != ENOENT)
+		why = strf("advise rc %d: the prefetch went on after the region was deregistered",
+			   arc.load());
+	munmap(big, len);
+	check(name, why.empty(), why);
+}
+
+/*
  * ODP regions over memory the process has not touched: every access faults
  * pages in (RNR NAKs on the responder, pauses on the requester) and the
  * bytes arrive; invalidation (munmap + a new mapping at the same address)
@@ -3407,6 +3460,7 @@ void odp(Env &e)
 	check("odp_rereg_translation", why.empty(), why);
 	if (rmr)
 		check("odp_rereg_dereg", ibv_dereg_mr(rmr) == 0);
+	odp_dereg_during_prefetch(e);
 }
 
 /* ------------------------------------------------------------------ XRC */
