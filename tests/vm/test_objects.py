@@ -151,7 +151,8 @@ BREADTH_CHECKS = (
     "odp_rereg_dereg", "odp_dereg_stops_a_prefetch", "xrc_srq_numbers", "xrc_send_to_two_srqs", "xrc_rdma_and_atomics",
     "xrc_no_queues_where_none", "xrc_shared_domain_open_qp", "xrc_wr_set_xrc_srqn",
     "xrc_key_of_other_pd_refused", "xrc_unknown_srq_refused", "xrc_srq_of_other_domain_refused",
-    "xrc_destroyed_srq_refused", "xrc_teardown", "breadth_teardown")
+    "xrc_destroyed_srq_refused", "comm_est_xrc_target_in_rtr", "xrc_teardown",
+    "breadth_teardown")
 
 
 def test_verbs_breadth(g0):

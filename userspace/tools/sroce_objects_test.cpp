@@ -3547,7 +3547,7 @@ void xrc_drop_qps(Xrc &x, std::string *why)
 }
 
 /* Connect a new initiator (send ops for ibv_wr_* if ops) to a new target. */
-bool xrc_connect(Env &e, Xrc &x, uint64_t ops = 0)
+bool xrc_connect(Env &e, Xrc &x, uint64_t ops = 0, bool tgt_rts = true)
 {
 	struct ibv_qp_init_attr_ex ia = {};
 	ia.qp_type = IBV_QPT_XRC_SEND;
@@ -3574,6 +3574,8 @@ bool xrc_connect(Env &e, Xrc &x, uint64_t ops = 0)
 	p = loopback_path(e, IBV_QPT_XRC_RECV, x.ini->qp_num);
 	p.access = kXrcAccess;
 	p.max_rd_atomic = p.max_dest_rd_atomic = 4;
+	if (!tgt_rts)
+		return !sroce_tool::qp_to_init(x.tgt, p) && !sroce_tool::qp_to_rtr(x.tgt, p);
 	return sroce_tool::connect_qp(x.tgt, p) == 0;
 }
 
@@ -3914,6 +3916,27 @@ void xrc(Env &e)
 	}
 	xrc_drop_qps(x, &why);
 	check("xrc_destroyed_srq_refused", why.empty(), why);
+
+	/* a target left in RTR (where XRC targets may stay) raises COMM_EST once */
+	why.clear();
+	drain_events(e.ctx);
+	if (!xrc_connect(e, x, 0, false))
+		why = "setup: " + errno_text(errno);
+	/* SRQ 1 is gone (above): SRQ 2, in the second PD */
+	for (uint32_t m = 20; m < 22 && why.empty(); m++) {
+		if (xrc_srq_recv(x.srq2, m, r2, 64, x.mr2->lkey))
+			why = "post_srq_recv";
+		else if ((st = xrc_send(e, x, x.n2, m, 64)) != IBV_WC_SUCCESS)
+			why = strf("send %u: %s", m, st_text(st).c_str());
+		else
+			why = xrc_recv_ok(x, x.cq2, m, r2, 64);
+	}
+	drain_events(e.ctx, 0.3);
+	if (why.empty() && x.tgt && count_events(x.tgt->qp_num, IBV_EVENT_COMM_EST) != 1)
+		why = strf("%u COMM_EST events on the target in RTR",
+			   count_events(x.tgt->qp_num, IBV_EVENT_COMM_EST));
+	xrc_drop_qps(x, &why);
+	check("comm_est_xrc_target_in_rtr", why.empty(), why);
 
 	why.clear();
 	xrc_teardown(x, &why);
