@@ -242,13 +242,18 @@ class NvmetTarget:
 
 
 @contextlib.contextmanager
-def nvmet_target(g, state, **kw):
-    t = NvmetTarget(g, **kw)
+def set_up(target, state):
+    """A target (NvmetTarget, LioIserTarget, SrptTarget) set up for the with
+    block and torn down after it, whatever happened."""
     try:
-        t.setup(state)
-        yield t
+        target.setup(state)
+        yield target
     finally:
-        t.teardown()
+        target.teardown()
+
+
+def nvmet_target(g, state, **kw):
+    return set_up(NvmetTarget(g, **kw), state)
 
 
 def nvme_discover(g, target):
@@ -493,14 +498,8 @@ class LioIserTarget:
             assert not self.dbus or gone, "dbus-daemon still running in " + g.name
 
 
-@contextlib.contextmanager
 def lio_iser_target(g, initiator, state, **kw):
-    t = LioIserTarget(g, initiator, **kw)
-    try:
-        t.setup(state)
-        yield t
-    finally:
-        t.teardown()
+    return set_up(LioIserTarget(g, initiator, **kw), state)
 
 
 def iscsi_sessions(g):
@@ -672,14 +671,8 @@ class SrptTarget:
         assert not left.strip(), "LIO entries left in %s: %r" % (self.g.name, left)
 
 
-@contextlib.contextmanager
 def srpt_target(g, dev, state, **kw):
-    t = SrptTarget(g, dev, **kw)
-    try:
-        t.setup(state)
-        yield t
-    finally:
-        t.teardown()
+    return set_up(SrptTarget(g, dev, **kw), state)
 
 
 class SrpInitiator:
