@@ -568,12 +568,17 @@ void drain_events(struct ibv_context *ctx, double wait_s = 0)
 	}
 }
 
+uint32_t count_events(uint32_t qpn, enum ibv_event_type t)
+{
+	uint32_t n = 0;
+	for (const Event &x : events)
+		n += x.type == t && x.qpn == qpn;
+	return n;
+}
+
 bool saw_event(uint32_t qpn, enum ibv_event_type t)
 {
-	for (const Event &x : events)
-		if (x.type == t && x.qpn == qpn)
-			return true;
-	return false;
+	return count_events(qpn, t) != 0;
 }
 
 /* The next completion of cq, or false at the deadline. */
@@ -2016,13 +2021,7 @@ struct SqdRun {
 			why = strf("state %s", state_name(a.qp_state));
 		return a.sq_draining;
 	}
-	uint32_t drained_events()
-	{
-		uint32_t n = 0;
-		for (const Event &x : events)
-			n += x.type == IBV_EVENT_SQ_DRAINED && x.qpn == s.qp->qp_num;
-		return n;
-	}
+	uint32_t drained_events() { return count_events(s.qp->qp_num, IBV_EVENT_SQ_DRAINED); }
 	void wait_drained()
 	{
 		for (auto t0 = Clock::now(); why.empty() && !drained_events() &&
@@ -2158,14 +2157,6 @@ void sqd(Env &e)
 {
 	sqd_rc(e);
 	sqd_uc(e);
-}
-
-uint32_t count_events(uint32_t qpn, enum ibv_event_type t)
-{
-	uint32_t n = 0;
-	for (const Event &x : events)
-		n += x.type == t && x.qpn == qpn;
-	return n;
 }
 
 /*
