@@ -137,8 +137,9 @@ int sroce_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 	if (udata && udata->outlen) {
 		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
 		if (err) {
+			/* Published already: a requester may be reading it. */
 			xa_erase_irq(&sdev->ah_xa, ah->ah_num);
-			kfree(ah->entry);
+			kfree_rcu(ah->entry, rcu);
 			return err;
 		}
 	}
