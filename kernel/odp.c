@@ -59,6 +59,12 @@
 #define SROCE_ODP_BATCH		32	/* pages released per lock hold */
 #define SROCE_ODP_FAILED	xa_mk_value(1)
 #define SROCE_ODP_MAX_REQ	512	/* pages an access asks to fault */
+/*
+ * A synchronous prefetch runs inside ib_core's uverbs SRCU read section,
+ * which device removal (rdma link del, rmmod) waits for: it gets this long,
+ * then fails with -EAGAIN (what it mapped stays mapped).
+ */
+#define SROCE_ODP_SYNC_MS	10000
 
 /* The user page index of iova @va of @mr. */
 static unsigned long sroce_odp_index(const struct sroce_mr *mr, u64 va)
@@ -249,15 +255,19 @@ out_release:
 }
 
 /*
- * Map pages [first, last] of @mr, in chunks, faulting them in if @fault:
- * the pages that can be mapped are, and with @access (an access waits for
- * page @first) page @first, if it cannot be, is marked failed. Sleeps;
- * stops early when the region is being deregistered or the calling
- * process is killed (-EINTR). Return 0, or the first error.
+ * Map pages [first, last] of @mr, in chunks, faulting them in if @fault.
+ * For an access (@access: it waits for page @first) the pages that can be
+ * mapped are, and page @first, if it cannot be, is marked failed. A
+ * prefetch stops at the first chunk that cannot be mapped, as hardware
+ * ODP's does. Sleeps; stops early when the region is being deregistered
+ * (-ENOENT), the calling process is killed (-EINTR) or jiffies pass
+ * @deadline (non-zero: -EAGAIN). Return 0, or the first error.
  */
 static int sroce_odp_map(struct sroce_mr *mr, unsigned long first,
-			 unsigned long last, bool fault, bool access)
+			 unsigned long last, bool fault, bool access,
+			 unsigned long deadline)
 {
+	bool prefetch = !access;
 	int ret = 0;
 
 	while (first <= last) {
@@ -269,8 +279,12 @@ static int sroce_odp_map(struct sroce_mr *mr, unsigned long first,
 			return ret ?: -ENOENT;
 		if (fatal_signal_pending(current))
 			return ret ?: -EINTR;
+		if (deadline && time_after(jiffies, deadline))
+			return ret ?: -EAGAIN;
 		err = sroce_odp_map_chunk(mr, first, n, fault, access);
 
+		if ((err == -EFAULT || err == -EPERM) && prefetch)
+			return err;
 		if ((err == -EFAULT || err == -EPERM) && fault && n > 1) {
 			/* Map the others one by one; the awaited page gets marked. */
 			unsigned long i;
@@ -313,7 +327,7 @@ static void sroce_odp_work(struct work_struct *work)
 			odp->nqueued * sizeof(odp->queue[0]));
 		spin_unlock_irq(&mr->lock);
 
-		sroce_odp_map(mr, r.first, r.last, true, r.access);
+		sroce_odp_map(mr, r.first, r.last, true, r.access, 0);
 		cond_resched();
 	}
 	set_active_memcg(old);
@@ -478,7 +492,8 @@ void sroce_odp_fini(struct sroce_mr *mr)
 /* One SGE of advise_mr. */
 static int sroce_odp_advise_sge(struct sroce_dev *sdev, struct sroce_pd *pd,
 				enum ib_uverbs_advise_mr_advice advice,
-				bool sync, const struct ib_sge *sge)
+				bool sync, unsigned long deadline,
+				const struct ib_sge *sge)
 {
 	bool fault = advice != IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT;
 	unsigned long first, last, flags;
@@ -512,7 +527,7 @@ static int sroce_odp_advise_sge(struct sroce_dev *sdev, struct sroce_pd *pd,
 		goto out;
 	}
 	if (sync || !fault) {
-		err = sroce_odp_map(mr, first, last, fault, false);
+		err = sroce_odp_map(mr, first, last, fault, false, deadline);
 	} else {
 		spin_lock_irqsave(&mr->lock, flags);
 		sroce_odp_queue_locked(mr, first, last, false);
@@ -525,14 +540,19 @@ out:
 
 /*
  * advise_mr: prefetch ranges of ODP regions. With FLUSH the pages are
- * mapped when the call returns; without it the work item maps them (a
- * no-fault prefetch, which never waits for I/O, runs in the call).
+ * mapped when the call returns (within SROCE_ODP_SYNC_MS for the whole
+ * list, else -EAGAIN); without it the work item maps them (a no-fault
+ * prefetch, which never waits for I/O, runs in the call, within the same
+ * time).
  */
 int sroce_advise_mr(struct ib_pd *ibpd, enum ib_uverbs_advise_mr_advice advice,
 		    u32 flags, struct ib_sge *sg_list, u32 num_sge,
 		    struct uverbs_attr_bundle *attrs)
 {
 	bool sync = flags & IB_UVERBS_ADVISE_MR_FLAG_FLUSH;
+	/* never 0, which would mean no deadline */
+	unsigned long deadline = (jiffies +
+				  msecs_to_jiffies(SROCE_ODP_SYNC_MS)) ?: 1;
 	u32 i;
 	int err;
 
@@ -544,7 +564,7 @@ int sroce_advise_mr(struct ib_pd *ibpd, enum ib_uverbs_advise_mr_advice advice,
 		return -EOPNOTSUPP;
 	for (i = 0; i < num_sge; i++) {
 		err = sroce_odp_advise_sge(to_sdev(ibpd->device), to_spd(ibpd),
-					   advice, sync, &sg_list[i]);
+					   advice, sync, deadline, &sg_list[i]);
 		if (err)
 			return err;
 	}

@@ -3187,6 +3187,74 @@ void odp_dereg_during_prefetch(Env &e)
 }
 
 /*
+ * A synchronous prefetch runs inside ib_core's uverbs read section, which
+ * device removal (rdma link del, rmmod) waits for, so it must end soon:
+ *
+ * - over memory that is not mapped it fails at its first chunk, as hardware
+ *   ODP's does (it used to try every page of the range one by one: a
+ *   16 GiB hole took minutes under TCG);
+ * - over a long mapped range it stops after its 10 s budget with EAGAIN,
+ *   keeping what it mapped. 48 GiB mapped read-only (the zero page) takes
+ *   longer than that under TCG; a host that maps it faster has nothing to
+ *   stop, and says so.
+ */
+void odp_prefetch_bounded(Env &e)
+{
+	const size_t hole_len = size_t(16) << 30;
+	void *hole = mmap(nullptr, hole_len, PROT_NONE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (hole == MAP_FAILED)
+		return check("odp_prefetch_hole_fails_at_once", false, "mmap: " + errno_text(errno));
+	struct ibv_mr *mr = ibv_reg_mr(e.pd, hole, hole_len,
+				       IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE);
+	std::string why = mr ? "" : "reg_mr: " + errno_text(errno);
+	if (mr) {
+		std::vector<struct ibv_sge> sges;
+		for (size_t off = 0; off < hole_len; off += size_t(2) << 30)
+			sges.push_back({reinterpret_cast<uintptr_t>(hole) + off, 2u << 30, mr->lkey});
+		const auto t0 = Clock::now();
+		const int rc = ibv_advise_mr(e.pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+					     IBV_ADVISE_MR_FLAG_FLUSH, sges.data(),
+					     static_cast<uint32_t>(sges.size()));
+		const double t = seconds_since(t0);
+		std::printf("  synchronous prefetch of a 16 GiB hole: rc %d after %.3f s\n", rc, t);
+		if (rc != EFAULT || t > 3.0)
+			why = strf("rc %d after %.3f s (want EFAULT at its first chunk)", rc, t);
+		if (ibv_dereg_mr(mr))
+			why += " dereg_mr failed";
+	}
+	munmap(hole, hole_len);
+	check("odp_prefetch_hole_fails_at_once", why.empty(), why);
+
+	const size_t len = size_t(48) << 30;
+	void *big = mmap(nullptr, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			 -1, 0);
+	if (big == MAP_FAILED)
+		return check("odp_prefetch_sync_budget", false, "mmap: " + errno_text(errno));
+	mr = ibv_reg_mr(e.pd, big, len, IBV_ACCESS_ON_DEMAND | IBV_ACCESS_REMOTE_READ);
+	why = mr ? "" : "reg_mr: " + errno_text(errno);
+	if (mr) {
+		std::vector<struct ibv_sge> sges;
+		for (size_t off = 0; off < len; off += size_t(2) << 30)
+			sges.push_back({reinterpret_cast<uintptr_t>(big) + off, 2u << 30, mr->lkey});
+		const auto t0 = Clock::now();
+		const int rc = ibv_advise_mr(e.pd, IBV_ADVISE_MR_ADVICE_PREFETCH,
+					     IBV_ADVISE_MR_FLAG_FLUSH, sges.data(),
+					     static_cast<uint32_t>(sges.size()));
+		const double t = seconds_since(t0);
+		std::printf("  synchronous prefetch of 48 GiB: rc %d after %.3f s\n", rc, t);
+		if (rc == 0 && t < 9.5)
+			std::printf("  the prefetch ended within its budget: nothing to stop on this host\n");
+		else if (rc != EAGAIN || t > 14.0)
+			why = strf("rc %d after %.3f s (want EAGAIN after its 10 s budget)", rc, t);
+		if (ibv_dereg_mr(mr))
+			why += " dereg_mr failed";
+	}
+	munmap(big, len);
+	check("odp_prefetch_sync_budget", why.empty(), why);
+}
+
+/*
  * ODP regions over memory the process has not touched: every access faults
  * pages in (RNR NAKs on the responder, pauses on the requester) and the
  * bytes arrive; invalidation (munmap + a new mapping at the same address)
@@ -3452,6 +3520,7 @@ void odp(Env &e)
 	if (rmr)
 		check("odp_rereg_dereg", ibv_dereg_mr(rmr) == 0);
 	odp_dereg_during_prefetch(e);
+	odp_prefetch_bounded(e);
 }
 
 /* ------------------------------------------------------------------ XRC */
