@@ -104,6 +104,7 @@ static const char *const sroce_cnt_fixed_names[SROCE_CNT_DROP_BASE] = {
 	[SROCE_CNT_DROP_UD_LEN]	= "rx_drop_ud_len",
 	[SROCE_CNT_DROP_MTU]	= "rx_drop_mtu",
 	[SROCE_CNT_DROP_UC]	= "rx_drop_uc",
+	[SROCE_CNT_DROP_DUP_READ] = "rx_drop_dup_read",
 	/* the names mlx5 gives them, where it has them */
 	[SROCE_CNT_NP_ECN_MARKED] = "np_ecn_marked_roce_packets",
 	[SROCE_CNT_NP_CNP_SENT]	= "np_cnp_sent",

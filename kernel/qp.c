@@ -30,6 +30,7 @@
 #include <linux/cpumask.h>
 #include <linux/jhash.h>
 #include <linux/log2.h>
+#include <linux/random.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 #include <linux/wait_bit.h>
@@ -38,6 +39,7 @@
 #include "sroce.h"
 
 #define SROCE_QPN_MIN		16	/* 0 and 1 are special, keep a gap */
+#define SROCE_QPN_LAST		(SROCE_QPN_MASK - 1)	/* 0xffffff: multicast */
 
 static_assert(sizeof(struct sroce_wq_hdr) == SROCE_WQ_SLOTS_OFF);
 static_assert(sizeof(struct sroce_send_wqe) == 64);
@@ -49,7 +51,13 @@ void sroce_qp_init_dev(struct sroce_dev *sdev)
 {
 	xa_init_flags(&sdev->qp_xa, XA_FLAGS_ALLOC);
 	atomic_set(&sdev->num_qp, 0);
-	sdev->qp_next = SROCE_QPN_MIN;
+	/*
+	 * From a random point, so that a host off the path cannot take QPNs
+	 * for the count of QPs created since the device came up (a forged
+	 * packet must name a QP first).
+	 */
+	sdev->qp_next = SROCE_QPN_MIN +
+			get_random_u32() % (SROCE_QPN_LAST - SROCE_QPN_MIN + 1);
 }
 
 void sroce_qp_fini_dev(struct sroce_dev *sdev)
@@ -333,7 +341,7 @@ static int sroce_qp_reserve_qpn(struct sroce_qp *qp)
 		err = xa_insert(&sdev->qp_xa, qpn, NULL, GFP_KERNEL);
 	else
 		err = xa_alloc_cyclic(&sdev->qp_xa, &qpn, NULL,
-				      XA_LIMIT(SROCE_QPN_MIN, SROCE_QPN_MASK),
+				      XA_LIMIT(SROCE_QPN_MIN, SROCE_QPN_LAST),
 				      &sdev->qp_next, GFP_KERNEL);
 	if (err < 0)
 		return err;

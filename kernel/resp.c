@@ -923,16 +923,27 @@ static int sroce_atomic_exec(struct sroce_qp *qp, const struct sroce_atomiceth *
 
 /*
  * A duplicate READ at @psn: answered again from the range the original
- * request asked for, starting at @psn's offset in it, whatever the
- * duplicate's RETH says. The region is checked again.
+ * request asked for, starting at @psn's offset in it. Its RETH must name
+ * the original's key and lie within the original's range (a requester that
+ * retries from the middle moves va and length up, or repeats the original),
+ * else it is dropped: a forged duplicate with a guessed PSN alone does not
+ * make the QP send a whole READ again. The region is checked again.
  */
-static void sroce_resp_dup_read(struct sroce_qp *qp, u32 psn)
+static void sroce_resp_dup_read(struct sroce_qp *qp, const u8 *ip,
+				const struct sroce_pkt *pkt, u32 psn)
 {
 	struct sroce_rd_res *r = sroce_res_find(qp, SROCE_KIND_READ_REQ, psn);
+	struct sroce_reth reth;
 	u64 off;
 
 	if (!r)
 		return;
+	sroce_reth_decode(ip + pkt->hdr_off[SROCE_HDR_RETH], &reth);
+	if (reth.rkey != r->rkey || reth.va < r->va ||
+	    reth.va - r->va > r->len || reth.len > r->len - (reth.va - r->va)) {
+		sroce_cnt_inc(qp->sdev, SROCE_CNT_DROP_DUP_READ);
+		return;
+	}
 	off = (u64)sroce_psn_fwd(psn, r->first_psn) * qp->mtu;
 	if (off > r->len || (off == r->len && r->len))
 		return;
@@ -950,7 +961,7 @@ static void sroce_resp_dup(struct sroce_qp *qp, const u8 *ip,
 	sroce_cnt_inc(qp->sdev, SROCE_CNT_DUP_REQ);
 	switch (pkt->info->kind) {
 	case SROCE_KIND_READ_REQ:
-		sroce_resp_dup_read(qp, psn);
+		sroce_resp_dup_read(qp, ip, pkt, psn);
 		return;
 	case SROCE_KIND_ATOMIC:
 		r = sroce_res_find(qp, SROCE_KIND_ATOMIC, psn);

@@ -161,6 +161,7 @@ enum sroce_cnt {
 	SROCE_CNT_DROP_UD_LEN,	/* UD message larger than the receive WQE */
 	SROCE_CNT_DROP_MTU,	/* payload larger than the path MTU */
 	SROCE_CNT_DROP_UC,	/* UC message dropped: access or length error */
+	SROCE_CNT_DROP_DUP_READ, /* duplicate READ not within the original */
 	SROCE_CNT_NP_ECN_MARKED, /* valid packets that arrived with CE */
 	SROCE_CNT_NP_CNP_SENT,	/* CNPs sent (notification point) */
 	SROCE_CNT_RP_CNP_HANDLED, /* CNPs a QP's rate limiter took */

@@ -440,6 +440,43 @@ def test_i_read_response_longer_than_asked(net, victims):
     c.done()
 
 
+def test_n_duplicate_read_must_match_the_original(net, victims):
+    """A 64-byte READ request from the peer is answered; duplicates of it (its
+    PSN again) are answered again only when their RETH names the original's key
+    and lies within the original's range, as a requester that retries sends
+    them: a duplicate with another key, or reaching past the original's end, is
+    dropped (rx_drop_dup_read) and sends nothing, so a forged duplicate with a
+    guessed PSN does not make the QP send a READ's data again."""
+    g0, g1, _, _ = net
+    c = Checks("duplicate READ requests")
+    v = start(victims, g0, "n", "rc", g1.ip4, ["wait /tmp/hv-n-go", "state", "exit"])
+    steps = [("the original READ", "", 1, 0),
+             ("a duplicate with another key", "--rkey %d" % (v.rkey ^ 0x5a5a00), 0, 1),
+             ("a duplicate past the original's end", "--va %d" % (v.va + 32), 0, 1),
+             ("a retry of its second half", "--va %d --len 32" % (v.va + 32), 1, 0),
+             ("the same duplicate", "", 1, 0)]
+    before = counters(g0)
+    for what, extra, responses, drops in steps:
+        attack(g1, g0, "read_req", 1, v, v.rq_psn, extra=extra)
+        after = settle(g0, before, "tx_packets" if responses else "rx_drop_dup_read",
+                       responses or drops)
+        time.sleep(0.5)
+        after = counters(g0)
+        sent, dropped = grew(before, after, "tx_packets"), grew(before, after, "rx_drop_dup_read")
+        c.note("%s: %d sent, %d dropped" % (what, sent, dropped))
+        c.expect(sent == responses and dropped == drops,
+                 "%s: %d packets sent (want %d), rx_drop_dup_read +%d (want %d)" % (
+                     what, sent, responses, dropped, drops))
+        before = after
+    v.go()
+    out = v.finish()
+    c.note(out.strip())
+    c.expect(states(out)[:1] == ["RTS"], "QP state after the duplicates: %s" % states(out)[:1])
+    # one of the first QPs of a fresh device: its number is not the count of QPs
+    c.expect(v.qpn >= 16 + 64, "QPN %d: QPNs are counted up from 16" % v.qpn)
+    c.done()
+
+
 # longer than the victim's path MTU, short enough for the rig's 1500-byte link
 OVER_MTU = MTU + 256
 
