@@ -432,9 +432,11 @@ class Bench:
                                                          self.a.fio_seconds))
                         self.meta.setdefault("commands", {})[name] = {"host (g1)": cmd}
                         win = self.window(self.a.fio_seconds)
+                        tx0 = self.tx_frames()
                         win.start()
                         r = h_g.run(cmd, timeout=self.a.timeout)
                         cpu = win.seconds()
+                        frames = self.tx_frames() - tx0
                         self.log("%d-%s-%s-%s" % (mtu, kind, name, rep), ("host g1", r))
                         try:
                             if not r.ok:
@@ -443,11 +445,20 @@ class Bench:
                         except (BenchError, ValueError, KeyError) as e:
                             self.fail(mtu, name, kind, str(e))
                             continue
+                        if rd.get("total_ios") and not self.profiling:
+                            # every frame either guest sent during fio, over its I/Os
+                            self.slot(mtu, name, kind).setdefault("frames_per_io", []).append(
+                                frames / rd["total_ios"])
                         if metric == "iops":
                             self.record(mtu, name, kind, rd["iops"])
                         else:
                             self.record(mtu, name, kind, rd["bw_bytes"] / 1e6,
                                         rd["bw_bytes"] * win.length, cpu)
+
+    def tx_frames(self):
+        """Frames both guests have sent on eth0 (the link carries nothing else)."""
+        return sum(int(g.check("cat /sys/class/net/eth0/statistics/tx_packets"))
+                   for g in self.rig.guests)
 
     def profile(self, mtu, kind, name):
         """One more run of case name (perftest or NVMe) with perf record in both
@@ -640,6 +651,8 @@ def summarize(results, reps):
                     "min": min(s["runs"]), "max": max(s["runs"]),
                     "cpu_s_per_gib": (statistics.median(s["cpu_per_gib"])
                                       if s["cpu_per_gib"] else None)}
+                if s.get("frames_per_io"):
+                    row["kinds"][kind]["frames_per_io"] = statistics.median(s["frames_per_io"])
                 if lost:
                     row["kinds"][kind]["failed_runs"] = lost
     for mtu, cases in summary.items():
@@ -738,6 +751,11 @@ def print_table(summary, kinds):
             print("  %-18s %-5s %s %9s %9s %s" % (
                 case, UNITS[METRIC[case]], "".join(cells),
                 "%.3f" % r1 if r1 else "-", "%.3f" % r2 if r2 else "-", "/".join(cpus)))
+        for case, row in summary[mtu].items():
+            fpio = [(k, row["kinds"].get(k, {}).get("frames_per_io")) for k in kinds]
+            if any(f for _, f in fpio):
+                print("  %s: frames per I/O (both directions, median) %s" % (
+                    case, ", ".join("%s %.2f" % (k, f) for k, f in fpio if f)))
 
 
 def chart(summary, path):
