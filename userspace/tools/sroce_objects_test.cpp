@@ -3198,59 +3198,57 @@ void odp_dereg_during_prefetch(Env &e)
  *   longer than that under TCG; a host that maps it faster has nothing to
  *   stop, and says so.
  */
-void odp_prefetch_bounded(Env &e)
+/*
+ * Map @len bytes with @prot (nothing is touched), register them as an ODP
+ * region and prefetch all of it synchronously in SGEs of 2 GiB. Returns
+ * the prefetch's rc and sets @secs; a set-up failure is said in @why.
+ */
+int odp_prefetch_all(Env &e, size_t len, int prot, int access,
+		     enum ibv_advise_mr_advice advice, double &secs, std::string &why)
 {
-	const size_t hole_len = size_t(16) << 30;
-	void *hole = mmap(nullptr, hole_len, PROT_NONE,
-			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (hole == MAP_FAILED)
-		return check("odp_prefetch_hole_fails_at_once", false, "mmap: " + errno_text(errno));
-	struct ibv_mr *mr = ibv_reg_mr(e.pd, hole, hole_len,
-				       IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE);
-	std::string why = mr ? "" : "reg_mr: " + errno_text(errno);
-	if (mr) {
-		std::vector<struct ibv_sge> sges;
-		for (size_t off = 0; off < hole_len; off += size_t(2) << 30)
-			sges.push_back({reinterpret_cast<uintptr_t>(hole) + off, 2u << 30, mr->lkey});
-		const auto t0 = Clock::now();
-		const int rc = ibv_advise_mr(e.pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
-					     IBV_ADVISE_MR_FLAG_FLUSH, sges.data(),
-					     static_cast<uint32_t>(sges.size()));
-		const double t = seconds_since(t0);
-		std::printf("  synchronous prefetch of a 16 GiB hole: rc %d after %.3f s\n", rc, t);
-		if (rc != EFAULT || t > 3.0)
-			why = strf("rc %d after %.3f s (want EFAULT at its first chunk)", rc, t);
-		if (ibv_dereg_mr(mr))
-			why += " dereg_mr failed";
+	void *p = mmap(nullptr, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED) {
+		why = "mmap: " + errno_text(errno);
+		return -1;
 	}
-	munmap(hole, hole_len);
-	check("odp_prefetch_hole_fails_at_once", why.empty(), why);
-
-	const size_t len = size_t(48) << 30;
-	void *big = mmap(nullptr, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-			 -1, 0);
-	if (big == MAP_FAILED)
-		return check("odp_prefetch_sync_budget", false, "mmap: " + errno_text(errno));
-	mr = ibv_reg_mr(e.pd, big, len, IBV_ACCESS_ON_DEMAND | IBV_ACCESS_REMOTE_READ);
-	why = mr ? "" : "reg_mr: " + errno_text(errno);
-	if (mr) {
+	int rc = -1;
+	struct ibv_mr *mr = ibv_reg_mr(e.pd, p, len, IBV_ACCESS_ON_DEMAND | access);
+	if (!mr) {
+		why = "reg_mr: " + errno_text(errno);
+	} else {
 		std::vector<struct ibv_sge> sges;
 		for (size_t off = 0; off < len; off += size_t(2) << 30)
-			sges.push_back({reinterpret_cast<uintptr_t>(big) + off, 2u << 30, mr->lkey});
+			sges.push_back({reinterpret_cast<uintptr_t>(p) + off, 2u << 30, mr->lkey});
 		const auto t0 = Clock::now();
-		const int rc = ibv_advise_mr(e.pd, IBV_ADVISE_MR_ADVICE_PREFETCH,
-					     IBV_ADVISE_MR_FLAG_FLUSH, sges.data(),
-					     static_cast<uint32_t>(sges.size()));
-		const double t = seconds_since(t0);
-		std::printf("  synchronous prefetch of 48 GiB: rc %d after %.3f s\n", rc, t);
-		if (rc == 0 && t < 9.5)
-			std::printf("  the prefetch ended within its budget: nothing to stop on this host\n");
-		else if (rc != EAGAIN || t > 14.0)
-			why = strf("rc %d after %.3f s (want EAGAIN after its 10 s budget)", rc, t);
+		rc = ibv_advise_mr(e.pd, advice, IBV_ADVISE_MR_FLAG_FLUSH, sges.data(),
+				   static_cast<uint32_t>(sges.size()));
+		secs = seconds_since(t0);
 		if (ibv_dereg_mr(mr))
-			why += " dereg_mr failed";
+			why = "dereg_mr failed";
 	}
-	munmap(big, len);
+	munmap(p, len);
+	return rc;
+}
+
+void odp_prefetch_bounded(Env &e)
+{
+	double t = 0;
+	std::string why;
+	int rc = odp_prefetch_all(e, size_t(16) << 30, PROT_NONE, IBV_ACCESS_LOCAL_WRITE,
+				  IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, t, why);
+	std::printf("  synchronous prefetch of a 16 GiB hole: rc %d after %.3f s\n", rc, t);
+	if (why.empty() && (rc != EFAULT || t > 3.0))
+		why = strf("rc %d after %.3f s (want EFAULT at its first chunk)", rc, t);
+	check("odp_prefetch_hole_fails_at_once", why.empty(), why);
+
+	why.clear();
+	rc = odp_prefetch_all(e, size_t(48) << 30, PROT_READ, IBV_ACCESS_REMOTE_READ,
+			      IBV_ADVISE_MR_ADVICE_PREFETCH, t, why);
+	std::printf("  synchronous prefetch of 48 GiB: rc %d after %.3f s\n", rc, t);
+	if (why.empty() && rc == 0 && t < 9.5)
+		std::printf("  the prefetch ended within its budget: nothing to stop on this host\n");
+	else if (why.empty() && (rc != EAGAIN || t > 14.0))
+		why = strf("rc %d after %.3f s (want EAGAIN after its 10 s budget)", rc, t);
 	check("odp_prefetch_sync_budget", why.empty(), why);
 }
 
