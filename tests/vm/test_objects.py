@@ -116,6 +116,7 @@ BREADTH_CHECKS = (
     "rereg_lkey_send_from_new_range", "parent_domain_alloc", "parent_domain_on_parent_refused",
     "parent_domain_keeps_pd", "cq_on_plain_pd_as_parent_refused", "parent_domain_traffic",
     "parent_domain_dealloc", "qp_reset_drops_its_unpolled_completions",
+    "qp_destroy_drops_its_unpolled_completions",
     "rejected_modify_keeps_the_address",
     "sqd_rc_drains_and_resumes", "sqd_uc_drains_and_resumes",
     "comm_est_rc_once_in_rtr", "comm_est_uc_once_in_rtr",

@@ -550,6 +550,32 @@ void init_qp_ex(qp *qp, uint64_t send_ops)
 	qp->vqp.comp_mask |= SROCE_VERBS_QP_EX;
 }
 
+/*
+ * A QP went to RESET or was destroyed: its completions nobody has polled
+ * go with it (cq_clean), as hardware providers drop them, so that neither
+ * a QP brought up again nor the other QPs of a shared CQ see completions
+ * of the old one, whose wr_ids may name freed contexts by now. Not an
+ * XRC_RECV QP's: there are none, its receives are the XRC SRQ's (any CQ it
+ * was given means nothing); and an XRC_SEND QP has its send CQ only.
+ */
+static void clean_cqs(struct ibv_qp *ibqp)
+{
+	switch (ibqp->qp_type) {
+	case IBV_QPT_XRC_RECV:
+		break;
+	case IBV_QPT_XRC_SEND:
+		if (ibqp->send_cq)
+			cq_clean(ibqp->send_cq, ibqp->qp_num, false);
+		break;
+	default:
+		if (ibqp->recv_cq)
+			cq_clean(ibqp->recv_cq, ibqp->qp_num, ibqp->srq != nullptr);
+		if (ibqp->send_cq && ibqp->send_cq != ibqp->recv_cq)
+			cq_clean(ibqp->send_cq, ibqp->qp_num, false);
+		break;
+	}
+}
+
 } // namespace sroce
 
 extern "C" {
@@ -596,29 +622,8 @@ int sroce_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	sroce::abi::cmd_modify_qp cmd{};
 
 	const int err = ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
-	if (!err && (attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET) {
-		/*
-		 * Its old completions go with it (cq_clean). Not an XRC_RECV
-		 * QP's: there are none, its receives are the XRC SRQ's (any CQ
-		 * it was given means nothing); and an XRC_SEND QP has its send
-		 * CQ only.
-		 */
-		switch (ibqp->qp_type) {
-		case IBV_QPT_XRC_RECV:
-			break;
-		case IBV_QPT_XRC_SEND:
-			if (ibqp->send_cq)
-				sroce::cq_clean(ibqp->send_cq, ibqp->qp_num, false);
-			break;
-		default:
-			if (ibqp->recv_cq)
-				sroce::cq_clean(ibqp->recv_cq, ibqp->qp_num,
-						ibqp->srq != nullptr);
-			if (ibqp->send_cq && ibqp->send_cq != ibqp->recv_cq)
-				sroce::cq_clean(ibqp->send_cq, ibqp->qp_num, false);
-			break;
-		}
-	}
+	if (!err && (attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET)
+		sroce::clean_cqs(ibqp);
 	return err;
 }
 
@@ -666,6 +671,7 @@ int sroce_destroy_qp(struct ibv_qp *ibqp)
 	const int err = ibv_cmd_destroy_qp(ibqp);
 	if (err)
 		return err;
+	sroce::clean_cqs(ibqp);	/* the kernel adds nothing for it any more */
 	sroce::unmap_queues(qp);
 	pthread_spin_destroy(&qp->sq_lock);
 	pthread_spin_destroy(&qp->rq_lock);

@@ -1813,6 +1813,61 @@ void rereg_mr(Env &e)
 }
 
 /*
+ * A destroyed QP takes its unpolled completions out of the CQs it shared
+ * (as hardware providers drop them): the other QPs of the CQ never poll a
+ * completion whose wr_id the application may have freed with the QP.
+ * Another QP's completions stay.
+ */
+void destroy_cleans_cq(Env &e)
+{
+	const char *name = "qp_destroy_drops_its_unpolled_completions";
+	Pair p;
+	Side other;
+	if (!make_pair(e, p, IBV_QPT_RC))
+		return setup_failed(name, p);
+	std::string why;
+	sroce_tool::QpCaps caps;
+	caps.send_wr = caps.recv_wr = kSlots;
+	caps.send_sge = caps.recv_sge = 4;
+	struct ibv_qp_init_attr ia = sroce_tool::qp_init_attr(p.b.scq, p.b.rcq, caps);
+	other.qp = ibv_create_qp(e.pd, &ia);
+	struct ibv_qp_attr to_err = {};
+	to_err.qp_state = IBV_QPS_ERR;
+	if (!other.qp || sroce_tool::qp_to_init(other.qp, loopback_path(e, IBV_QPT_RC, 0)) ||
+	    recv_slot(e, other, 51) || ibv_modify_qp(other.qp, &to_err, IBV_QP_STATE))
+		why = "other QP: " + errno_text(errno);
+	for (uint32_t i = 0; i < 3 && why.empty(); i++)
+		if (recv_slot(e, p.b, 61 + i))
+			why = "post_recv";
+	if (why.empty() && (send_msg(e, p.b, 64) || ibv_modify_qp(p.b.qp, &to_err, IBV_QP_STATE)))
+		why = "b: send, to ERR";
+	if (why.empty() && !wait_unpolled(p.b.rcq, 4))
+		why = strf("receive flushes: %u of 4", unpolled(p.b.rcq));
+	if (why.empty() && !wait_unpolled(p.b.scq, 1))
+		why = "b's SEND did not complete";
+	const uint32_t bqpn = p.b.qp->qp_num;
+	if (why.empty()) {
+		const int rc = ibv_destroy_qp(p.b.qp);
+		p.b.qp = nullptr;
+		if (rc)
+			why = "destroy b: " + errno_text(rc);
+	}
+	struct ibv_wc wc;
+	if (why.empty() && (unpolled(p.b.rcq) != 1 || unpolled(p.b.scq) != 0))
+		why = strf("%u receive and %u send completions left, want 1 (the other QP's) and 0",
+			   unpolled(p.b.rcq), unpolled(p.b.scq));
+	else if (why.empty() && !(wait_wc(p.b.rcq, &wc) && wc.wr_id == 51 &&
+				  wc.qp_num == other.qp->qp_num &&
+				  wc.status == IBV_WC_WR_FLUSH_ERR))
+		why = "the other QP's completion: " + wc_text(wc);
+	std::printf("  %s: QP %u destroyed with 3 receive and 1 send completions unpolled\n",
+		    name, bqpn);
+	destroy_side(other, &why);
+	destroy_pair(p, &why);
+	check(name, why.empty(), why);
+}
+
+/*
  * A QP moved to RESET takes its unpolled completions out of its CQs (the
  * provider cleans them, as hardware providers do); another QP's stay. Back
  * in RTS the QP reports only new completions.
@@ -4011,6 +4066,7 @@ void breadth_cases(wqs::Env &e, const char *only)
 		{"rereg_mr", breadth::rereg_mr},
 		{"parent_domain", breadth::parent_domain},
 		{"reset_cleans_cq", breadth::reset_cleans_cq},
+		{"destroy_cleans_cq", breadth::destroy_cleans_cq},
 		{"rejected_modify", breadth::rejected_modify},
 		{"sqd", breadth::sqd},
 		{"comm_est", breadth::comm_est},
