@@ -455,6 +455,10 @@ void sroce_qp_error_locked(struct sroce_qp *qp)
 	sroce_resp_stop_locked(qp);
 	sroce_sq_flush_locked(qp);
 	sroce_rq_flush_locked(qp);
+	if (qp->resp.err_event) {
+		qp->resp.err_event = false;
+		sroce_qp_event(qp, qp->resp.err_event_type);
+	}
 	if (!was_err && qp->srq)
 		sroce_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
 }
@@ -518,9 +522,6 @@ int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 
 /* ------------------------------------------------------------------ modify */
 
-#define SROCE_QP_ACCESS	(IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ | \
-			 IB_ACCESS_REMOTE_ATOMIC | IB_ACCESS_LOCAL_WRITE)
-
 static int sroce_modify_check(struct sroce_qp *qp, const struct ib_qp_attr *attr,
 			      int mask)
 {
@@ -545,12 +546,25 @@ static int sroce_modify_check(struct sroce_qp *qp, const struct ib_qp_attr *attr
 		return -EINVAL;
 	if ((mask & IB_QP_MIN_RNR_TIMER) && attr->min_rnr_timer > 31)
 		return -EINVAL;
-	/* ON_DEMAND means nothing for a QP; pyverbs' ODP tests set it. */
+	/*
+	 * Only the remote access bits mean something for a QP; the other
+	 * defined access flags (ON_DEMAND, which pyverbs' ODP tests set,
+	 * RELAXED_ORDERING of an application that passes its MR flags) are
+	 * accepted and kept, as hardware RNICs accept them. Undefined bits
+	 * are an error.
+	 */
 	if ((mask & IB_QP_ACCESS_FLAGS) &&
-	    (attr->qp_access_flags & ~(SROCE_QP_ACCESS | IB_ACCESS_MW_BIND |
-				       IB_ACCESS_ON_DEMAND)))
+	    (attr->qp_access_flags & ~IB_ACCESS_SUPPORTED))
 		return -EINVAL;
-	if (mask & (IB_QP_ALT_PATH | IB_QP_PATH_MIG_STATE))
+	/*
+	 * No alternate path (APM): loading one, or arming migration, is not
+	 * supported; "migrated" (no alternate path armed, what query_qp
+	 * reports) is the state the QP is in anyway.
+	 */
+	if (mask & IB_QP_ALT_PATH)
+		return -EOPNOTSUPP;
+	if ((mask & IB_QP_PATH_MIG_STATE) &&
+	    attr->path_mig_state != IB_MIG_MIGRATED)
 		return -EOPNOTSUPP;
 	return 0;
 }

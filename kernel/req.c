@@ -368,6 +368,7 @@ void sroce_req_reset_locked(struct sroce_qp *qp)
 	del_timer(&qp->req.fetch_timer);
 	qp->req.fetch_deferred = false;
 	qp->req.ack_owed = false;
+	qp->comp.retry_shift = 0;	/* a new connection's timer starts unbacked-off */
 	if (!sq->hdr)
 		return;
 	prod = sroce_wq_ring_prod(sq, qp->req.fetched, &broken);

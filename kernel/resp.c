@@ -495,6 +495,7 @@ void sroce_resp_reset_locked(struct sroce_qp *qp)
 	qp->resp.uc_drop = false;
 	qp->resp.failed = false;
 	qp->resp.err_pending = false;
+	qp->resp.err_event = false;
 	qp->resp.comm_est = false;
 	qp->resp.epsn = 0;
 	qp->resp.msn = 0;
@@ -513,17 +514,31 @@ void sroce_resp_reset_locked(struct sroce_qp *qp)
 
 /*
  * A fatal responder error: complete the receive WQE in use (if any) with
- * @status, NAK (RC), and have err_work move the QP to ERR.
+ * @status, NAK (RC), and have err_work move the QP to ERR. An invalid
+ * request or an access error that no receive completion reports raises
+ * IB_EVENT_QP_REQ_ERR or IB_EVENT_QP_ACCESS_ERR once the QP is in ERR
+ * (IBTA's local work queue errors), as hardware RNICs do.
  */
 static void sroce_resp_fatal(struct sroce_qp *qp, u32 psn,
 			     enum sroce_nak_code nak, enum ib_wc_status status)
 {
+	bool reported = false;
+
 	sroce_qp_dbg(qp, "responder error at PSN %u (NAK %d, %s), QP to ERR\n",
 		     psn, nak, ib_wc_status_msg(status));
 	if (qp->resp.rwqe_valid && status != IB_WC_SUCCESS) {
 		struct ib_wc wc = { .status = status, .opcode = IB_WC_RECV };
 
 		sroce_rwqe_complete(qp, &wc, false);
+		reported = true;
+	}
+	if (!reported && !qp->resp.failed &&
+	    (nak == SROCE_NAK_INVALID_REQUEST ||
+	     nak == SROCE_NAK_REMOTE_ACCESS_ERROR)) {
+		qp->resp.err_event = true;
+		qp->resp.err_event_type = nak == SROCE_NAK_INVALID_REQUEST ?
+					  IB_EVENT_QP_REQ_ERR :
+					  IB_EVENT_QP_ACCESS_ERR;
 	}
 	if (qp->type == IB_QPT_RC)
 		sroce_send_nak(qp, psn, nak);

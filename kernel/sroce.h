@@ -676,6 +676,8 @@ struct sroce_resp_info {
 	bool			uc_drop;	/* UC: skip to the next message */
 	bool			failed;		/* fatal responder error seen */
 	bool			err_pending;	/* err_work is to move the QP to ERR */
+	bool			err_event;	/* raise err_event_type entering ERR */
+	u8			err_event_type;	/* IB_EVENT_QP_REQ_ERR / ACCESS_ERR */
 	bool			comm_est;	/* COMM_EST raised (RTR) */
 	/* message being received (SEND / WRITE spanning packets) */
 	bool			in_msg;		/* inside a multi-packet message */

@@ -6,7 +6,7 @@
  * on it. User space posts into it without system calls; responders of any of
  * those QPs take WQEs under srq->lock. The limit event (IB_EVENT_SRQ_LIMIT_REACHED)
  * fires once when, after a WQE was taken, fewer than srq_limit WQEs are left;
- * modify_srq with IB_SRQ_LIMIT arms it again. Resizing (IB_SRQ_MAX_WR)
+ * modify_srq with IB_SRQ_LIMIT arms it (create ignores srq_limit). Resizing (IB_SRQ_MAX_WR)
  * moves the SRQ to a new ring with the posted WQEs. Kernel SRQs have the
  * same ring in kernel memory, written by post_srq_recv.
  *
@@ -104,8 +104,6 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	    attr->max_sge > SROCE_MAX_SRQ_SGE)
 		return -EINVAL;
 	entries = roundup_pow_of_two(attr->max_wr);
-	if (attr->srq_limit > entries)
-		return -EINVAL;
 	if (atomic_inc_return(&sdev->num_srq) > SROCE_MAX_SRQ) {
 		err = -ENOMEM;
 		goto err_count;
@@ -116,7 +114,11 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 						  ibuc)->ibuc;
 	srq->pd = to_spd(ibsrq->pd);
 	spin_lock_init(&srq->lock);
-	srq->limit = attr->srq_limit;
+	/*
+	 * srq_limit means nothing at create (ibv_create_srq(3)): the limit is
+	 * armed by modify_srq only, as on hardware RNICs.
+	 */
+	srq->limit = 0;
 	refcount_set(&srq->ref, 1);
 	init_completion(&srq->done);
 

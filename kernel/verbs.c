@@ -72,6 +72,7 @@ static int sroce_query_device(struct ib_device *ibdev,
 	 */
 	attr->device_cap_flags = IB_DEVICE_SYS_IMAGE_GUID |
 				 IB_DEVICE_RC_RNR_NAK_GEN |
+				 IB_DEVICE_PORT_ACTIVE_EVENT |
 				 IB_DEVICE_SRQ_RESIZE |
 				 IB_DEVICE_MEM_WINDOW |
 				 IB_DEVICE_MEM_WINDOW_TYPE_2B |

@@ -1970,6 +1970,100 @@ void rejected_modify(Env &e)
 }
 
 /*
+ * What applications written for hardware RNICs pass and expect to work:
+ * qp_access_flags with other defined access bits beside the remote ones
+ * (an MR's flags, RELAXED_ORDERING) are accepted and kept, an undefined bit
+ * is EINVAL; IBV_QP_PATH_MIG_STATE "migrated" (no alternate path armed,
+ * what query_qp reports) is accepted in RTR->RTS, while arming migration
+ * is EOPNOTSUPP and loading an alternate path fails (no APM); srq_limit
+ * means nothing at ibv_create_srq (its man page) and arms nothing.
+ */
+void modify_leniency(Env &e)
+{
+	sroce_tool::QpCaps caps;
+	struct ibv_cq *cq = ibv_create_cq(e.ctx, 16, nullptr, nullptr, 0);
+	struct ibv_qp_init_attr ia = sroce_tool::qp_init_attr(cq, cq, caps);
+	struct ibv_qp *qp = cq ? ibv_create_qp(e.pd, &ia) : nullptr;
+	check("leniency_setup", qp != nullptr, errno_text(errno));
+	if (qp) {
+		struct ibv_qp_attr a = {};
+		a.qp_state = IBV_QPS_INIT;
+		a.port_num = 1;
+		const int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				 IBV_QP_ACCESS_FLAGS;
+		a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | 0x40000000;
+		const int bad = ibv_modify_qp(qp, &a, mask);
+		a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_RELAXED_ORDERING;
+		const int good = ibv_modify_qp(qp, &a, mask);
+		struct ibv_qp_attr q = {};
+		struct ibv_qp_init_attr qi = {};
+		const int qrc = ibv_query_qp(qp, &q, IBV_QP_ACCESS_FLAGS, &qi);
+		check("qp_access_flags_undefined_bit_refused", bad == EINVAL,
+		      "rc " + errno_text(bad));
+		check("qp_access_flags_relaxed_ordering_accepted",
+		      good == 0 && qrc == 0 && (q.qp_access_flags & IBV_ACCESS_REMOTE_READ),
+		      strf("modify %d query %d flags %#x", good, qrc, q.qp_access_flags));
+		ibv_destroy_qp(qp);
+	}
+	if (cq)
+		ibv_destroy_cq(cq);
+
+	Pair p;
+	std::string why;
+	if (!make_side(e, p.a, IBV_QPT_RC) || !make_side(e, p.b, IBV_QPT_RC) ||
+	    !rc_connect(e, p.b, p.a.qp->qp_num))
+		return setup_failed("path_mig_state_migrated_accepted", p);
+	sroce_tool::Path pa = loopback_path(e, IBV_QPT_RC, p.b.qp->qp_num);
+	if (sroce_tool::qp_to_init(p.a.qp, pa) || sroce_tool::qp_to_rtr(p.a.qp, pa))
+		why = "a to RTR: " + errno_text(errno);
+	struct ibv_qp_attr m = {};
+	m.qp_state = IBV_QPS_RTS;
+	m.timeout = 14;
+	m.retry_cnt = 7;
+	m.rnr_retry = 7;
+	m.sq_psn = pa.sq_psn;
+	m.max_rd_atomic = 1;
+	const int rts = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+	m.path_mig_state = IBV_MIG_ARMED;
+	int rc = why.empty() ? ibv_modify_qp(p.a.qp, &m, rts | IBV_QP_PATH_MIG_STATE) : -1;
+	if (why.empty() && rc != EOPNOTSUPP)
+		why = "arming migration: " + errno_text(rc) + ", want EOPNOTSUPP";
+	m.path_mig_state = IBV_MIG_MIGRATED;
+	rc = why.empty() ? ibv_modify_qp(p.a.qp, &m, rts | IBV_QP_PATH_MIG_STATE) : -1;
+	if (why.empty() && rc)
+		why = "to RTS with PATH_MIG_STATE migrated: " + errno_text(rc);
+	struct ibv_wc wc;
+	if (why.empty() && (recv_slot(e, p.b, 81) || send_msg(e, p.a, 81)))
+		why = "post";
+	if (why.empty() && !(wait_wc(p.b.rcq, &wc) && check_recv(e, wc, 81).empty()))
+		why = "message: " + wc_text(wc);
+	struct ibv_qp_attr alt = {};
+	alt.alt_ah_attr = sroce_tool::ah_attr_to(1, e.gid_index, e.gid);
+	alt.alt_port_num = 1;
+	/* ib_core refuses alternate paths on RoCE before sroce sees them */
+	rc = why.empty() ? ibv_modify_qp(p.a.qp, &alt, IBV_QP_ALT_PATH) : EINVAL;
+	if (why.empty() && rc != EINVAL && rc != EOPNOTSUPP)
+		why = "loading an alternate path: " + errno_text(rc) + ", want an error";
+	destroy_pair(p, &why);
+	check("path_mig_state_migrated_accepted", why.empty(), why);
+
+	struct ibv_srq_init_attr sa = {};
+	sa.attr.max_wr = 8;
+	sa.attr.max_sge = 1;
+	sa.attr.srq_limit = 1000;	/* more than it holds: ignored */
+	struct ibv_srq *srq = ibv_create_srq(e.pd, &sa);
+	struct ibv_srq_attr sq = {};
+	why = !srq ? "create_srq: " + errno_text(errno) :
+	      ibv_query_srq(srq, &sq) ? "query_srq: " + errno_text(errno) :
+	      sq.srq_limit ? strf("srq_limit %u after create, want 0", sq.srq_limit) : "";
+	if (srq && ibv_destroy_srq(srq))
+		why += " destroy_srq failed";
+	check("srq_limit_at_create_ignored", why.empty(), why);
+}
+
+/*
  * A READ of 1 GiB + 256 bytes through a fresh RC pair at path MTU mtu (the
  * local SGE and the remote range far beyond the 1 MiB region): its status.
  */
@@ -2263,6 +2357,86 @@ void comm_est_one(Env &e, enum ibv_qp_type type, const char *name)
 			   count_events(a, IBV_EVENT_COMM_EST));
 	destroy_pair(p, &why);
 	check(name, why.empty(), why);
+}
+
+/*
+ * A responder error that no receive completion reports raises an
+ * affiliated event on the responder's QP once it is in ERR, as hardware
+ * RNICs do (IBTA's local work queue errors): an RDMA WRITE with a wrong
+ * rkey IBV_EVENT_QP_ACCESS_ERR, a misaligned atomic IBV_EVENT_QP_REQ_ERR.
+ * A SEND larger than the receive buffer is reported by the receive's
+ * completion (local length error) and raises none. The requester learns
+ * of each from its completion and gets no event.
+ */
+void resp_error_event(Env &e, const char *name, enum ibv_wr_opcode op, int want_wc,
+		      int want_event)
+{
+	Pair p;
+	if (!make_pair(e, p, IBV_QPT_RC))
+		return setup_failed(name, p);
+	drain_events(e.ctx);
+	const uint32_t a = p.a.qp->qp_num, b = p.b.qp->qp_num;
+	std::string why;
+	struct ibv_sge sge = {reinterpret_cast<uintptr_t>(e.buf), 4096, e.mr->lkey};
+	struct ibv_send_wr wr = {}, *bad = nullptr;
+	wr.wr_id = 0xe7;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = op;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	if (op == IBV_WR_RDMA_WRITE) {
+		wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(e.buf + kRecvOff);
+		wr.wr.rdma.rkey = e.mr->rkey ^ 0xff;	/* its variant bits: no such key */
+	} else if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		/* the responder takes atomics: only the address is wrong */
+		struct ibv_qp_attr acc = {};
+		acc.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				      IBV_ACCESS_REMOTE_ATOMIC;
+		if (ibv_modify_qp(p.b.qp, &acc, IBV_QP_ACCESS_FLAGS))
+			why = "responder access flags: " + errno_text(errno);
+		sge.length = 8;
+		wr.wr.atomic.remote_addr = reinterpret_cast<uintptr_t>(e.buf + kRecvOff + 4);
+		wr.wr.atomic.rkey = e.mr->rkey;
+		wr.wr.atomic.compare_add = 1;
+	} else {
+		sge.length = 8192;	/* the receive takes 4096 */
+	}
+	struct ibv_wc wc;
+	const bool posted = why.empty() &&
+			    !(op == IBV_WR_SEND && recv_slot(e, p.b, 0)) &&
+			    !ibv_post_send(p.a.qp, &wr, &bad);
+	if (why.empty() && !posted)
+		why = "post: " + errno_text(errno);
+	else if (posted && (!wait_wc(p.a.scq, &wc) || wc.status != want_wc))
+		why = strf("requester: %s, want %s", wc_text(wc).c_str(),
+			   ibv_wc_status_str(static_cast<enum ibv_wc_status>(want_wc)));
+	else if (posted && wait_err(p.b.qp) != IBV_QPS_ERR)
+		why = strf("responder QP in %s, not ERR", state_name(qp_state(p.b.qp)));
+	if (why.empty() && op == IBV_WR_SEND &&
+	    (!wait_wc(p.b.rcq, &wc) || wc.status != IBV_WC_LOC_LEN_ERR))
+		why = "receive: " + wc_text(wc) + ", want a local length error";
+	drain_events(e.ctx, 0.5);
+	const enum ibv_event_type errs[] = {IBV_EVENT_QP_ACCESS_ERR, IBV_EVENT_QP_REQ_ERR,
+					    IBV_EVENT_QP_FATAL};
+	for (enum ibv_event_type t : errs) {
+		const uint32_t nb = count_events(b, t), na = count_events(a, t);
+		const uint32_t want = want_event == static_cast<int>(t);
+		if (why.empty() && (nb != want || na))
+			why = strf("%s: %u on the responder, %u on the requester (want %u, 0)",
+				   ibv_event_type_str(t), nb, na, want);
+	}
+	destroy_pair(p, &why);
+	check(name, why.empty(), why);
+}
+
+void resp_error_events(Env &e)
+{
+	resp_error_event(e, "resp_write_bad_rkey_access_err_event", IBV_WR_RDMA_WRITE,
+			 IBV_WC_REM_ACCESS_ERR, IBV_EVENT_QP_ACCESS_ERR);
+	resp_error_event(e, "resp_misaligned_atomic_req_err_event", IBV_WR_ATOMIC_FETCH_AND_ADD,
+			 IBV_WC_REM_INV_REQ_ERR, IBV_EVENT_QP_REQ_ERR);
+	resp_error_event(e, "resp_send_too_long_no_event", IBV_WR_SEND,
+			 IBV_WC_REM_INV_REQ_ERR, -1);
 }
 
 void comm_est(Env &e)
@@ -4068,8 +4242,10 @@ void breadth_cases(wqs::Env &e, const char *only)
 		{"reset_cleans_cq", breadth::reset_cleans_cq},
 		{"destroy_cleans_cq", breadth::destroy_cleans_cq},
 		{"rejected_modify", breadth::rejected_modify},
+		{"modify_leniency", breadth::modify_leniency},
 		{"sqd", breadth::sqd},
 		{"comm_est", breadth::comm_est},
+		{"resp_error_events", breadth::resp_error_events},
 		{"long_message", breadth::long_message},
 		{"srq_resize", breadth::srq_resize},
 		{"atomic_write", breadth::atomic_write},
