@@ -482,6 +482,14 @@ static void __exit sroce_exit(void)
 	sroce_resp_ack_fini();
 	/* Nor a packet to compute an ICRC for. */
 	sroce_icrc_fini();
+	/*
+	 * sock_wfree() may have loaded a QP socket's write_space callback
+	 * (ours until destroy_qp restored the socket's own) in a task that
+	 * was then preempted, outside any RCU reader destroy_qp waited for:
+	 * wait for every such task to get off the CPU before the module's
+	 * text goes.
+	 */
+	synchronize_rcu_tasks();
 }
 
 module_init(sroce_init);

@@ -513,28 +513,30 @@ static void sroce_tx_write_space(struct sock *sk)
 	qp = rcu_dereference_sk_user_data(sk);
 	if (qp && READ_ONCE(qp->tx_stalled) && !READ_ONCE(qp->dead) &&
 	    sk_wmem_alloc_get(sk) <= SROCE_TX_LOW * READ_ONCE(qp->tx_unit)) {
-		WRITE_ONCE(qp->tx_stalled, false);
-		queue_work(system_highpri_wq, &qp->req.work);
-		queue_delayed_work(system_highpri_wq, &qp->resp.work, 0);
+		if (test_and_clear_bit(SROCE_TX_WAIT_REQ, &qp->tx_stalled))
+			queue_work(system_highpri_wq, &qp->req.work);
+		if (test_and_clear_bit(SROCE_TX_WAIT_RESP, &qp->tx_stalled))
+			queue_delayed_work(system_highpri_wq, &qp->resp.work, 0);
 	}
 	rcu_read_unlock();
 }
 
 /*
- * Has @qp reached its limit of packets in flight? If so, it is marked
- * stalled and will be kicked when enough of them are gone.
+ * Has @qp reached its limit of packets in flight? If so, @who is marked
+ * stalled and will be kicked when enough of them are gone. Only @who's own
+ * mark is taken back: the other sender of the QP may be waiting too.
  */
-bool sroce_tx_full(struct sroce_qp *qp)
+bool sroce_tx_full(struct sroce_qp *qp, enum sroce_tx_waiter who)
 {
 	struct sock *sk = qp->tx_sock->sk;
 	int high = SROCE_TX_HIGH * READ_ONCE(qp->tx_unit);
 
 	if (sk_wmem_alloc_get(sk) < high)
 		return false;
-	WRITE_ONCE(qp->tx_stalled, true);
-	smp_mb();	/* pairs with sroce_tx_write_space() */
+	set_bit(who, &qp->tx_stalled);
+	smp_mb__after_atomic();	/* pairs with sroce_tx_write_space() */
 	if (sk_wmem_alloc_get(sk) < high) {
-		WRITE_ONCE(qp->tx_stalled, false);
+		clear_bit(who, &qp->tx_stalled);
 		return false;
 	}
 	return true;
@@ -563,7 +565,7 @@ int sroce_tx_sock_create(struct sroce_qp *qp)
 		return err;
 	/* Any positive value: the first packet sets the real one. */
 	qp->tx_unit = 1;
-	qp->tx_stalled = false;
+	qp->tx_stalled = 0;
 	sk = qp->tx_sock->sk;
 	write_lock_bh(&sk->sk_callback_lock);
 	rcu_assign_sk_user_data(sk, qp);

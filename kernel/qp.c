@@ -448,7 +448,14 @@ void sroce_qp_error_locked(struct sroce_qp *qp)
 {
 	bool was_err = qp->state == IB_QPS_ERR;
 
-	qp->state = IB_QPS_ERR;
+	WRITE_ONCE(qp->state, IB_QPS_ERR);
+	/*
+	 * The state store before the flushes load the producers, pairing
+	 * with the smp_mb() of a kernel post_recv between its producer store
+	 * and its state load: either the flush sees the WQE or the poster
+	 * sees ERR and flushes it.
+	 */
+	smp_mb();
 	qp->resp.err_pending = false;
 	del_timer(&qp->comp.retry_timer);
 	del_timer(&qp->comp.rnr_timer);
@@ -507,6 +514,7 @@ int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		return -EINVAL;
 	}
 	err = sroce_wq_post_recv(&qp->rq, wr, bad_wr);
+	smp_mb();	/* producer store before state load: sroce_qp_error_locked() */
 	if (READ_ONCE(qp->state) == IB_QPS_ERR) {
 		if (irqs_disabled() || in_hardirq()) {
 			queue_work(system_highpri_wq, &qp->err_work);
@@ -710,6 +718,9 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	sroce_modify_attrs_locked(qp, attr, mask, &av);
 	if (next != cur)
 		kick = sroce_modify_state_locked(qp, cur, next);
+	else if (next == IB_QPS_ERR)
+		/* ERR again: flush what was posted since (as rdma_rxe does) */
+		sroce_qp_error_locked(qp);
 out:
 	spin_unlock(&qp->rq_lock);
 	spin_unlock_bh(&qp->sq_lock);

@@ -339,6 +339,13 @@ void sroce_sq_flush_locked(struct sroce_qp *qp)
 		sroce_wq_publish_cons(sq);
 		sroce_send_cqe(qp, wqe, IB_WC_WR_FLUSH_ERR);
 	}
+	/*
+	 * Idle before the producer load, as an idle requester does (below):
+	 * a poster either has its WQE flushed here or sees sq_idle and rings,
+	 * and the requester flushes it then.
+	 */
+	WRITE_ONCE(sq->hdr->sq_idle, 1);
+	smp_mb();	/* sq_idle store before producer load */
 	prod = sroce_wq_ring_prod(sq, qp->req.fetched, &broken);
 	while (!broken && sq->cons != prod) {
 		struct sroce_swqe *wqe = sroce_swqe_at(qp, sq->cons);
@@ -353,7 +360,6 @@ void sroce_sq_flush_locked(struct sroce_qp *qp)
 	qp->req.next = sq->cons;
 	qp->req.rd_out = 0;
 	qp->req.paused = false;
-	WRITE_ONCE(sq->hdr->sq_idle, 1);
 }
 
 /* RESET: forget every WQE, posted or in progress; no completions. */
@@ -895,7 +901,7 @@ static bool sroce_req_packet(struct sroce_qp *qp, struct sroce_swqe *wqe)
 
 	if (qp->req.paused)
 		return false;
-	if (sroce_tx_full(qp)) {
+	if (sroce_tx_full(qp, SROCE_TX_WAIT_REQ)) {
 		/* The ACK timer bounds the wait (sroce_retry_timer()). */
 		if (rc && !timer_pending(&qp->comp.retry_timer))
 			sroce_retry_arm(qp);

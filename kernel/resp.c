@@ -790,7 +790,7 @@ static bool sroce_read_job_run(struct sroce_qp *qp, unsigned int budget)
 
 	rj->paced = false;
 	while (rj->active && budget--) {
-		if (sroce_tx_full(qp)) {
+		if (sroce_tx_full(qp, SROCE_TX_WAIT_RESP)) {
 			rj->tx_wait = true;	/* the skb destructor kicks us */
 			return false;
 		}

@@ -736,13 +736,16 @@ struct sroce_qp {
 	 * kernel socket of its own, which outlives the QP until its last
 	 * packet is freed. Senders hold back while the packets in flight
 	 * take SROCE_TX_HIGH times tx_unit (the largest truesize sent) and
-	 * set tx_stalled; the socket's write_space callback kicks them below
-	 * SROCE_TX_LOW times tx_unit. destroy_qp waits for none of them.
+	 * each sets its own bit in tx_stalled (SROCE_TX_WAIT_*: the requester
+	 * and the READ responder share the socket, and one must not clear
+	 * the other's wait); the socket's write_space callback kicks the
+	 * waiting ones below SROCE_TX_LOW times tx_unit. destroy_qp waits
+	 * for none of the packets.
 	 */
 	struct socket		*tx_sock;
 	void			(*tx_write_space)(struct sock *sk);
 	unsigned int		tx_unit;
-	bool			tx_stalled;
+	unsigned long		tx_stalled;
 	/*
 	 * The route to av (RC, UC; UD routes per packet): per CPU, checked
 	 * against routing changes on every use, reset when av changes.
@@ -1201,7 +1204,13 @@ static inline int sroce_skb_off(const struct sk_buff *skb, u32 off)
 bool sroce_rx_from_peer(const struct sroce_av *av, const u8 *ip,
 			const struct sroce_pkt *pkt);
 bool sroce_rx_pkey_ok(const u8 *bth);
-bool sroce_tx_full(struct sroce_qp *qp);
+/* Who waits for room in a QP's transmit share (bits of qp->tx_stalled). */
+enum sroce_tx_waiter {
+	SROCE_TX_WAIT_REQ,	/* the requester: req.work resumes it */
+	SROCE_TX_WAIT_RESP,	/* the READ responder: resp.work resumes it */
+};
+
+bool sroce_tx_full(struct sroce_qp *qp, enum sroce_tx_waiter who);
 int sroce_tx_sock_create(struct sroce_qp *qp);
 void sroce_tx_sock_detach(struct sroce_qp *qp);
 void sroce_tx_sock_release(struct sroce_qp *qp);
