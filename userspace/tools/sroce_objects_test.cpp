@@ -1813,6 +1813,53 @@ void rereg_mr(Env &e)
 }
 
 /*
+ * The set-up of the checks that a QP leaving takes its completions, not
+ * the other QP's, out of a shared CQ: a pair, a second QP on p.b's CQs in
+ * ERR with one receive (wr_id @msg) flushed there, three receives (@first,
+ * ...) posted to p.b, with @send a SEND from p.b, then p.b in ERR and its
+ * flushes in the CQs. Returns what failed, or "".
+ */
+std::string shared_cq_setup(Env &e, Pair &p, Side &other, uint32_t msg, uint32_t first,
+			    bool send)
+{
+	if (!make_pair(e, p, IBV_QPT_RC))
+		return "pair: " + errno_text(errno);
+	sroce_tool::QpCaps caps;
+	caps.send_wr = caps.recv_wr = kSlots;
+	caps.send_sge = caps.recv_sge = 4;
+	struct ibv_qp_init_attr ia = sroce_tool::qp_init_attr(p.b.scq, p.b.rcq, caps);
+	other.qp = ibv_create_qp(e.pd, &ia);
+	struct ibv_qp_attr to_err = {};
+	to_err.qp_state = IBV_QPS_ERR;
+	if (!other.qp || sroce_tool::qp_to_init(other.qp, loopback_path(e, IBV_QPT_RC, 0)) ||
+	    recv_slot(e, other, msg) || ibv_modify_qp(other.qp, &to_err, IBV_QP_STATE))
+		return "other QP: " + errno_text(errno);
+	for (uint32_t i = 0; i < 3; i++)
+		if (recv_slot(e, p.b, first + i))
+			return "post_recv";
+	if ((send && send_msg(e, p.b, first + 3)) || ibv_modify_qp(p.b.qp, &to_err, IBV_QP_STATE))
+		return "b: send, to ERR";
+	if (!wait_unpolled(p.b.rcq, 4))
+		return strf("receive flushes: %u of 4", unpolled(p.b.rcq));
+	if (send && !wait_unpolled(p.b.scq, 1))
+		return "b's SEND did not complete";
+	return "";
+}
+
+/* p.b's receive CQ holds one completion, the other QP's flushed @msg: "" or what is wrong. */
+std::string only_the_other_qps(Pair &p, Side &other, uint32_t msg)
+{
+	struct ibv_wc wc;
+	if (unpolled(p.b.rcq) != 1)
+		return strf("%u receive completions left, want 1 (the other QP's)",
+			    unpolled(p.b.rcq));
+	if (!(wait_wc(p.b.rcq, &wc) && wc.wr_id == msg && wc.qp_num == other.qp->qp_num &&
+	      wc.status == IBV_WC_WR_FLUSH_ERR))
+		return "the other QP's completion: " + wc_text(wc);
+	return "";
+}
+
+/*
  * A destroyed QP takes its unpolled completions out of the CQs it shared
  * (as hardware providers drop them): the other QPs of the CQ never poll a
  * completion whose wr_id the application may have freed with the QP.
@@ -1823,43 +1870,18 @@ void destroy_cleans_cq(Env &e)
 	const char *name = "qp_destroy_drops_its_unpolled_completions";
 	Pair p;
 	Side other;
-	if (!make_pair(e, p, IBV_QPT_RC))
-		return setup_failed(name, p);
-	std::string why;
-	sroce_tool::QpCaps caps;
-	caps.send_wr = caps.recv_wr = kSlots;
-	caps.send_sge = caps.recv_sge = 4;
-	struct ibv_qp_init_attr ia = sroce_tool::qp_init_attr(p.b.scq, p.b.rcq, caps);
-	other.qp = ibv_create_qp(e.pd, &ia);
-	struct ibv_qp_attr to_err = {};
-	to_err.qp_state = IBV_QPS_ERR;
-	if (!other.qp || sroce_tool::qp_to_init(other.qp, loopback_path(e, IBV_QPT_RC, 0)) ||
-	    recv_slot(e, other, 51) || ibv_modify_qp(other.qp, &to_err, IBV_QP_STATE))
-		why = "other QP: " + errno_text(errno);
-	for (uint32_t i = 0; i < 3 && why.empty(); i++)
-		if (recv_slot(e, p.b, 61 + i))
-			why = "post_recv";
-	if (why.empty() && (send_msg(e, p.b, 64) || ibv_modify_qp(p.b.qp, &to_err, IBV_QP_STATE)))
-		why = "b: send, to ERR";
-	if (why.empty() && !wait_unpolled(p.b.rcq, 4))
-		why = strf("receive flushes: %u of 4", unpolled(p.b.rcq));
-	if (why.empty() && !wait_unpolled(p.b.scq, 1))
-		why = "b's SEND did not complete";
-	const uint32_t bqpn = p.b.qp->qp_num;
+	std::string why = shared_cq_setup(e, p, other, 51, 61, true);
+	const uint32_t bqpn = p.b.qp ? p.b.qp->qp_num : 0;
 	if (why.empty()) {
 		const int rc = ibv_destroy_qp(p.b.qp);
 		p.b.qp = nullptr;
 		if (rc)
 			why = "destroy b: " + errno_text(rc);
 	}
-	struct ibv_wc wc;
-	if (why.empty() && (unpolled(p.b.rcq) != 1 || unpolled(p.b.scq) != 0))
-		why = strf("%u receive and %u send completions left, want 1 (the other QP's) and 0",
-			   unpolled(p.b.rcq), unpolled(p.b.scq));
-	else if (why.empty() && !(wait_wc(p.b.rcq, &wc) && wc.wr_id == 51 &&
-				  wc.qp_num == other.qp->qp_num &&
-				  wc.status == IBV_WC_WR_FLUSH_ERR))
-		why = "the other QP's completion: " + wc_text(wc);
+	if (why.empty() && unpolled(p.b.scq) != 0)
+		why = strf("%u send completions left, want 0", unpolled(p.b.scq));
+	if (why.empty())
+		why = only_the_other_qps(p, other, 51);
 	std::printf("  %s: QP %u destroyed with 3 receive and 1 send completions unpolled\n",
 		    name, bqpn);
 	destroy_side(other, &why);
@@ -1877,37 +1899,14 @@ void reset_cleans_cq(Env &e)
 	const char *name = "qp_reset_drops_its_unpolled_completions";
 	Pair p;
 	Side other;
-	if (!make_pair(e, p, IBV_QPT_RC))
-		return setup_failed(name, p);
-	std::string why;
-	sroce_tool::QpCaps caps;
-	caps.send_wr = caps.recv_wr = kSlots;
-	caps.send_sge = caps.recv_sge = 4;
-	struct ibv_qp_init_attr ia = sroce_tool::qp_init_attr(p.b.scq, p.b.rcq, caps);
-	other.qp = ibv_create_qp(e.pd, &ia);
-	struct ibv_qp_attr to_err = {};
-	to_err.qp_state = IBV_QPS_ERR;
-	if (!other.qp || sroce_tool::qp_to_init(other.qp, loopback_path(e, IBV_QPT_RC, 0)) ||
-	    recv_slot(e, other, 50) || ibv_modify_qp(other.qp, &to_err, IBV_QP_STATE))
-		why = "other QP: " + errno_text(errno);
-	for (uint32_t i = 0; i < 3 && why.empty(); i++)
-		if (recv_slot(e, p.b, 60 + i))
-			why = "post_recv";
-	if (why.empty() && ibv_modify_qp(p.b.qp, &to_err, IBV_QP_STATE))
-		why = "b to ERR";
-	if (why.empty() && !wait_unpolled(p.b.rcq, 4))
-		why = strf("flushes: %u of 4", unpolled(p.b.rcq));
+	std::string why = shared_cq_setup(e, p, other, 50, 60, false);
 	struct ibv_qp_attr to_reset = {};
 	to_reset.qp_state = IBV_QPS_RESET;
 	if (why.empty() && ibv_modify_qp(p.b.qp, &to_reset, IBV_QP_STATE))
 		why = "b to RESET";
+	if (why.empty())
+		why = only_the_other_qps(p, other, 50);
 	struct ibv_wc wc;
-	if (why.empty() && unpolled(p.b.rcq) != 1)
-		why = strf("%u completions left, want 1 (the other QP's)", unpolled(p.b.rcq));
-	else if (why.empty() && !(wait_wc(p.b.rcq, &wc) && wc.wr_id == 50 &&
-				  wc.qp_num == other.qp->qp_num &&
-				  wc.status == IBV_WC_WR_FLUSH_ERR))
-		why = "the other QP's completion: " + wc_text(wc);
 	/* up again: a message, and only its completion */
 	if (why.empty() && !rc_connect(e, p.b, p.a.qp->qp_num))
 		why = "b back to RTS";
