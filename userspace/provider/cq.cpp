@@ -99,6 +99,7 @@ int map_ring(struct ibv_context *ibctx, cq *cq, const sroce_create_cq_resp &r)
 		return err;
 	cq->cons = __atomic_load_n(&cq->hdr->consumer, __ATOMIC_RELAXED);
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&cq->ring_lock, PTHREAD_PROCESS_PRIVATE);
 	return 0;
 }
 
@@ -406,6 +407,7 @@ int sroce_destroy_cq(struct ibv_cq *ibcq)
 		return err;
 	munmap(cq->map, cq->map_size);
 	pthread_spin_destroy(&cq->lock);
+	pthread_spin_destroy(&cq->ring_lock);
 	std::free(cq);
 	return 0;
 }
@@ -457,10 +459,14 @@ int sroce_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	const uint32_t bits = solicited_only ? SROCE_CQ_ARM_SOLICITED :
 					       SROCE_CQ_ARM_NEXT;
 
-	/* The lock keeps resize_cq from moving the ring under us. */
-	pthread_spin_lock(&cq->lock);
+	/*
+	 * ring_lock keeps resize_cq from moving the ring under us (and from
+	 * copying the old ring's arm word before we set it); not the CQ's
+	 * lock, which an extended-poll batch of this thread may hold.
+	 */
+	pthread_spin_lock(&cq->ring_lock);
 	__atomic_fetch_or(&cq->hdr->arm, bits, __ATOMIC_SEQ_CST);
-	pthread_spin_unlock(&cq->lock);
+	pthread_spin_unlock(&cq->ring_lock);
 	return 0;
 }
 
@@ -482,6 +488,7 @@ int sroce_resize_cq(struct ibv_cq *ibcq, int cqe)
 		pthread_spin_unlock(&cq->lock);
 		return EIO;
 	}
+	pthread_spin_lock(&cq->ring_lock);
 	int err = ibv_cmd_resize_cq(ibcq, cqe, &cmd, sizeof(cmd), &resp.core,
 				    sizeof(resp));
 	if (!err) {
@@ -493,6 +500,7 @@ int sroce_resize_cq(struct ibv_cq *ibcq, int cqe)
 			cq->lost = true;
 		}
 	}
+	pthread_spin_unlock(&cq->ring_lock);
 	pthread_spin_unlock(&cq->lock);
 	return err;
 }

@@ -78,7 +78,13 @@ struct cq {
 	const struct ib_uverbs_wc *ring;
 	uint32_t entries;		/* power of two */
 	uint32_t cons;			/* our copy of hdr->consumer */
-	pthread_spinlock_t lock;
+	pthread_spinlock_t lock;	/* polling, cleaning, resize */
+	/*
+	 * The ring's place (hdr) for req_notify_cq, which must not wait for
+	 * an extended-poll batch (start_poll holds lock until end_poll):
+	 * resize takes it inside lock, req_notify_cq alone.
+	 */
+	pthread_spinlock_t ring_lock;
 	/* Extended polling: the entry start/next_poll returned, copied. */
 	uint32_t avail;			/* entries known to be ready at cons */
 	bool cur_valid;			/* cur is the entry at cons */
