@@ -748,12 +748,16 @@ int sroce_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
 		  struct ibv_mw_bind *mw_bind)
 {
 	sroce::qp *qp = sroce::get_qp(ibqp);
-	const uint32_t new_rkey = ibv_inc_rkey(mw->rkey);
 	int err;
 
 	if (!sroce::send_state_ok(ibqp->state) || !sroce::has_sq(ibqp->qp_type))
 		return EINVAL;
 	pthread_spin_lock(&qp->sq_lock);
+	/*
+	 * The window's next key, taken under the lock that also sets it: two
+	 * threads binding the window through this QP get two keys.
+	 */
+	const uint32_t new_rkey = ibv_inc_rkey(mw->rkey);
 	if (!sroce::wq::reserve(qp->sq)) {
 		pthread_spin_unlock(&qp->sq_lock);
 		return ENOMEM;
