@@ -425,8 +425,8 @@ void sroce_rq_flush_locked(struct sroce_qp *qp)
 
 		/* XRC target: the WQE's SRQ, unless it is gone (and its CQ). */
 		if (qp->xrc && !qp->resp.xsrq) {
-			xsrq = sroce_xrc_srq_get(qp->sdev, qp->resp.xsrqn,
-						 qp->xrcd);
+			xsrq = sroce_xrc_srq_get_gen(qp->sdev, qp->resp.xsrqn,
+						     qp->xrcd, qp->resp.xsrq_gen);
 			qp->resp.xsrq = xsrq;
 		}
 		sroce_recv_flush_cqe(qp, qp->resp.rwqe->wr_id);
@@ -500,6 +500,7 @@ void sroce_resp_reset_locked(struct sroce_qp *qp)
 	qp->resp.epsn = 0;
 	qp->resp.msn = 0;
 	qp->resp.xsrqn = 0;
+	qp->resp.xsrq_gen = 0;
 	if (qp->resp.res)
 		memset(qp->resp.res, 0, SROCE_MAX_QP_RD_ATOM * sizeof(*qp->resp.res));
 	qp->resp.res_next = 0;
@@ -856,6 +857,7 @@ static int sroce_read_start(struct sroce_qp *qp, u32 psn, u64 va, u32 rkey,
 	npkts = sroce_msg_npkts(len, qp->mtu);
 	rj->active = true;
 	rj->srqn = qp->resp.xsrq ? qp->resp.xsrq->srqn : 0;
+	rj->srq_gen = qp->resp.xsrq ? qp->resp.xsrq->gen : 0;
 	rj->rkey = rkey;
 	rj->va = va;
 	rj->left = len;
@@ -1360,16 +1362,23 @@ static bool sroce_resp_xrc_check(struct sroce_qp *qp, const u8 *ip,
 	u32 srqn = sroce_xrceth_srqn(ip + pkt->hdr_off[SROCE_HDR_XRCETH]);
 	bool held = qp->resp.in_msg || qp->resp.rwqe_valid;
 
-	if (qp->resp.xsrq && (!held || srqn == qp->resp.xsrqn)) {
+	/* The same SRQ, not only its number: an SRQ destroyed under a
+	 * message can have its number given to a new one.
+	 */
+	if (qp->resp.xsrq &&
+	    (!held || (srqn == qp->resp.xsrqn &&
+		       qp->resp.xsrq->gen == qp->resp.xsrq_gen))) {
 		qp->resp.xsrqn = srqn;
+		qp->resp.xsrq_gen = qp->resp.xsrq->gen;
 		return true;
 	}
 	sroce_qp_dbg(qp, "XRC request for SRQ %u (message on SRQ %u)\n",
 		     srqn, held ? qp->resp.xsrqn : 0);
 	if (qp->resp.xsrq)
 		sroce_srq_put(qp->resp.xsrq);
-	qp->resp.xsrq = held ? sroce_xrc_srq_get(qp->sdev, qp->resp.xsrqn,
-						 qp->xrcd) : NULL;
+	qp->resp.xsrq = held ? sroce_xrc_srq_get_gen(qp->sdev, qp->resp.xsrqn,
+						     qp->xrcd,
+						     qp->resp.xsrq_gen) : NULL;
 	sroce_resp_fatal(qp, psn, SROCE_NAK_INVALID_REQUEST,
 			 IB_WC_REM_INV_REQ_ERR);
 	return false;
@@ -1535,11 +1544,15 @@ void sroce_resp_work(struct work_struct *work)
 			break;
 		}
 		if (qp->resp.read.active) {
+			struct sroce_read_job *rj = &qp->resp.read;
 			bool done;
 
 			/* XRC: the keys are the PD's of the READ's SRQ. */
 			if (qp->xrc)
-				sroce_resp_xrc_get(qp, qp->resp.read.srqn);
+				qp->resp.xsrq = sroce_xrc_srq_get_gen(qp->sdev,
+								      rj->srqn,
+								      qp->xrcd,
+								      rj->srq_gen);
 			done = sroce_read_job_run(qp, SROCE_RESP_BUDGET);
 			sroce_resp_xrc_put(qp);
 			if (!done && (qp->resp.read.stalled ||

@@ -268,6 +268,7 @@ struct sroce_dev {
 	/* XRC SRQs by SRQ number (RCU readers, see srq.c). */
 	struct xarray		srq_xa;
 	u32			srq_next;
+	u64			srq_gen;	/* last XRC SRQ's gen, srq_xa's lock */
 	struct xarray		ah_xa;		/* user AHs by ah_num */
 	u32			ah_next;
 
@@ -520,6 +521,7 @@ struct sroce_srq {
 	bool			broken;		/* SRQ_ERR raised */
 	/* XRC SRQs */
 	u32			srqn;
+	u64			gen;		/* never reused, unlike srqn */
 	struct ib_xrcd		*xrcd;
 	struct sroce_cq		*cq;
 	refcount_t		ref;
@@ -580,6 +582,7 @@ struct sroce_rd_res {
 struct sroce_read_job {
 	bool			active;
 	u32			srqn;		/* XRC target: the request's SRQ */
+	u64			srq_gen;	/* and that SRQ's gen */
 	bool			stalled;	/* transmit queue was full */
 	bool			tx_wait;	/* at the in-flight limit */
 	bool			paced;		/* the rate limiter's timer kicks us */
@@ -694,6 +697,7 @@ struct sroce_resp_info {
 	 */
 	struct sroce_srq	*xsrq;
 	u32			xsrqn;
+	u64			xsrq_gen;	/* the gen of SRQ xsrqn */
 	struct sroce_write_target write;
 	/* READ and atomic */
 	struct sroce_rd_res	*res;		/* max_dest_rd_atomic entries */
@@ -1069,6 +1073,8 @@ int sroce_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
 int sroce_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
 struct sroce_srq *sroce_xrc_srq_get(struct sroce_dev *sdev, u32 srqn,
 				    const struct ib_xrcd *xrcd);
+struct sroce_srq *sroce_xrc_srq_get_gen(struct sroce_dev *sdev, u32 srqn,
+					const struct ib_xrcd *xrcd, u64 gen);
 void sroce_srq_put(struct sroce_srq *srq);
 int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		     struct ib_udata *udata);

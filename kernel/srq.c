@@ -75,6 +75,23 @@ struct sroce_srq *sroce_xrc_srq_get(struct sroce_dev *sdev, u32 srqn,
 	return srq;
 }
 
+/*
+ * sroce_xrc_srq_get_gen - sroce_xrc_srq_get() for the SRQ a message or a
+ * receive WQE started with: NULL if @srqn now names another SRQ (numbers
+ * come round again after 2^24 SRQs; @gen never does).
+ */
+struct sroce_srq *sroce_xrc_srq_get_gen(struct sroce_dev *sdev, u32 srqn,
+					const struct ib_xrcd *xrcd, u64 gen)
+{
+	struct sroce_srq *srq = sroce_xrc_srq_get(sdev, srqn, xrcd);
+
+	if (srq && srq->gen != gen) {
+		sroce_srq_put(srq);
+		srq = NULL;
+	}
+	return srq;
+}
+
 void sroce_srq_put(struct sroce_srq *srq)
 {
 	if (refcount_dec_and_test(&srq->ref))
@@ -139,6 +156,9 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 				      &sdev->srq_next, GFP_KERNEL);
 		if (err < 0)
 			goto err_ring;
+		xa_lock(&sdev->srq_xa);
+		srq->gen = ++sdev->srq_gen;
+		xa_unlock(&sdev->srq_xa);
 		srq->xrcd = init->ext.xrc.xrcd;
 		srq->cq = to_scq(init->ext.cq);
 		ibsrq->ext.xrc.srq_num = srq->srqn;
