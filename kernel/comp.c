@@ -274,6 +274,19 @@ static void sroce_comp_resp_in(struct sroce_qp *qp, struct sroce_swqe *wqe,
 }
 
 /*
+ * A response could not be placed: an ODP page of the local buffer was
+ * invalidated after the request prefaulted it, and its fault is queued. Ask
+ * again from @psn once the requester has waited a tick, as for its own
+ * faults; that uses up no retry. A page that cannot be faulted fails the
+ * WQE on the next attempt.
+ */
+static void sroce_comp_refault(struct sroce_qp *qp, u32 psn)
+{
+	sroce_go_back(qp, psn);
+	sroce_req_pause_tick(qp);
+}
+
+/*
  * A READ response. Responses are placed in order within a READ, but a READ
  * behind one with lost responses still takes its own: it completes when
  * everything before it has, and only the missing part is asked for again.
@@ -323,8 +336,10 @@ static void sroce_comp_read_resp(struct sroce_qp *qp, const struct sk_buff *skb,
 		 * An ODP page invalidated since the READ started: the response
 		 * is dropped (a fault is queued) and asked for again.
 		 */
-		if (st == -EAGAIN)
+		if (st == -EAGAIN) {
+			sroce_comp_refault(qp, expect);
 			return;
+		}
 		if (st) {
 			sroce_wqe_fail(qp, wqe, st);
 			return;
@@ -348,8 +363,10 @@ static void sroce_comp_atomic_ack(struct sroce_qp *qp, const u8 *ip,
 	orig = sroce_atomicacketh_orig(ip + pkt->hdr_off[SROCE_HDR_ATOMICACKETH]);
 	st = sroce_wqe_copy(qp, wqe, 0, (u8 *)&orig, sizeof(orig),
 			    SROCE_COPY_TO_MR);
-	if (st == -EAGAIN)
-		return;	/* as for a READ response above: the retry asks again */
+	if (st == -EAGAIN) {
+		sroce_comp_refault(qp, psn);	/* as for a READ response */
+		return;
+	}
 	if (st) {
 		sroce_wqe_fail(qp, wqe, st);
 		return;

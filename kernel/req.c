@@ -114,10 +114,22 @@ static void __sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
 }
 
 /*
- * Complete the oldest WQE, then, if it succeeded, the local operations
- * (REG_MR, LOCAL_INV, BIND_MW) right behind it that have executed and the
- * READs whose responses have all arrived: they only waited for their
- * predecessors. After an error they are flushed with the rest.
+ * A SEND or WRITE whose PSNs comp.psn has passed: acknowledged while a READ
+ * or atomic before it waited for its lost response.
+ */
+static bool sroce_wqe_acked(struct sroce_qp *qp, const struct sroce_swqe *wqe)
+{
+	return wqe->npkts && !wqe->is_rd && !wqe->status &&
+	       sroce_psn_before(wqe->last_psn, qp->comp.psn);
+}
+
+/*
+ * Complete the oldest WQE, then, if it succeeded, what behind it only
+ * waited for its predecessors: the local operations (REG_MR, LOCAL_INV,
+ * BIND_MW) that have executed, the READs and atomics whose responses have
+ * all arrived, the SENDs and WRITEs already acknowledged. One that failed
+ * while it was not the oldest (a bad READ response) fails now. After an
+ * error the rest are flushed.
  */
 void sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
 			 enum ib_wc_status status)
@@ -125,10 +137,22 @@ void sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
 	__sroce_complete_head(qp, wqe, status);
 	if (status != IB_WC_SUCCESS)
 		return;
-	while (qp->sq.cons != qp->req.fetched && qp->sq.cons != qp->req.next) {
+	while (qp->sq.cons != qp->req.fetched) {
 		wqe = sroce_swqe_at(qp, qp->sq.cons);
-		if (!wqe->started || wqe->status ||
-		    !(sroce_op_is_local(wqe->wr.opcode) || wqe->resp_done))
+		if (!wqe->started)
+			break;
+		if (sroce_wqe_acked(qp, wqe)) {
+			__sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
+			continue;
+		}
+		/* The requester is at it: it resends, executes or fails it. */
+		if (qp->sq.cons == qp->req.next)
+			break;
+		if (wqe->status) {
+			sroce_req_fail(qp, wqe, wqe->status);
+			break;
+		}
+		if (!sroce_op_is_local(wqe->wr.opcode) && !wqe->resp_done)
 			break;
 		__sroce_complete_head(qp, wqe, IB_WC_SUCCESS);
 	}
@@ -814,7 +838,7 @@ static bool sroce_req_start(struct sroce_qp *qp, struct sroce_swqe *wqe)
 }
 
 /* Wait a tick, then go on from the same PSN (rnr_timer). */
-static void sroce_req_pause_tick(struct sroce_qp *qp)
+void sroce_req_pause_tick(struct sroce_qp *qp)
 {
 	if (!qp->req.paused && !qp->dead) {
 		qp->req.paused = true;
@@ -1042,6 +1066,9 @@ static void __sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 	for (;;) {
 		struct sroce_swqe *wqe;
 
+		/* A completion on the way can have failed a later WQE. */
+		if (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD)
+			return;
 		if (qp->req.next == qp->req.fetched && !sroce_req_fetch_more(qp))
 			return;
 		wqe = sroce_swqe_at(qp, qp->req.next);

@@ -1116,6 +1116,7 @@ int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr);
 void sroce_req_run(struct sroce_qp *qp, unsigned int budget);
 void sroce_req_kick(struct sroce_qp *qp);
+void sroce_req_pause_tick(struct sroce_qp *qp);
 void sroce_req_work(struct work_struct *work);
 void sroce_sq_flush_locked(struct sroce_qp *qp);
 void sroce_req_reset_locked(struct sroce_qp *qp);

@@ -440,6 +440,55 @@ def test_i_read_response_longer_than_asked(net, victims):
     c.done()
 
 
+def test_o_acked_send_behind_a_lost_read_response_completes(net, victims):
+    """A READ (PSN p) and a SEND (p + 1) behind it; the peer's ACK for p + 1
+    comes first, as when the READ's response was lost, then the response of
+    the READ asked for again. Both complete with success at once and the QP
+    stays in RTS: the acknowledged SEND does not wait for ACK timeouts and
+    fail with retry exceeded (retry_cnt 1, timeout 1.1 s)."""
+    g0, g1, _, _ = net
+    c = Checks("an acknowledged SEND behind a READ whose response was lost")
+    v = start(victims, g0, "o", "rc", g1.ip4,
+              ["read 64", "send 1", "touch /tmp/hv-o-sent", "wait /tmp/hv-o-go",
+               "poll 4000", "state", "exit"],
+              extra="--timeout 18 --retry 1 --remote-va 0x10000 --remote-rkey 0x1234")
+    v.wait_file("sent")
+    attack(g1, g0, "ack", 1, v, v.sq_psn + 1)
+    attack(g1, g0, "read_resp_long", 1, v, v.sq_psn, extra="--payload-len 64")
+    v.go()
+    out = v.finish(60)
+    c.note(out.strip())
+    wcs = completions(out)
+    c.expect(wcs == [("IBV_WC_SUCCESS", "RDMA_READ"), ("IBV_WC_SUCCESS", "SEND")],
+             "completions %s, want the READ's and the SEND's success" % wcs)
+    c.expect(states(out) == ["RTS"], "QP state %s, not RTS" % states(out))
+    c.done()
+
+
+def test_p_bad_response_behind_the_oldest_fails_when_it_is_reached(net, victims):
+    """Two READs (PSN p, p + 1); a response of the wrong length for the second
+    comes first, then the first's good response. The first completes with
+    success and the second at once with a bad response error (the QP enters
+    ERR), not one ACK timeout (4.3 s) later."""
+    g0, g1, _, _ = net
+    c = Checks("a bad READ response behind the oldest READ")
+    v = start(victims, g0, "p", "rc", g1.ip4,
+              ["read 1024", "read 64", "touch /tmp/hv-p-sent", "wait /tmp/hv-p-go",
+               "poll 2000", "state", "exit"],
+              extra="--timeout 20 --retry 7 --remote-va 0x10000 --remote-rkey 0x1234")
+    v.wait_file("sent")
+    attack(g1, g0, "read_resp_long", 1, v, v.sq_psn + 1, extra="--payload-len 32")
+    attack(g1, g0, "read_resp_long", 1, v, v.sq_psn, extra="--payload-len 1024")
+    v.go()
+    out = v.finish(60)
+    c.note(out.strip())
+    wcs = completions(out)
+    c.expect(wcs[:2] == [("IBV_WC_SUCCESS", "RDMA_READ"), ("IBV_WC_BAD_RESP_ERR", "RDMA_READ")],
+             "completions %s, want the first READ's success and the second's BAD_RESP" % wcs)
+    c.expect(states(out) == ["ERR"], "QP state %s, not ERR" % states(out))
+    c.done()
+
+
 def test_n_duplicate_read_must_match_the_original(net, victims):
     """A 64-byte READ request from the peer is answered; duplicates of it (its
     PSN again) are answered again only when their RETH names the original's key
