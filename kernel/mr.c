@@ -836,6 +836,7 @@ int sroce_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 	if (mr->type != SROCE_MR_FAST || ibmr->page_size != PAGE_SIZE)
 		return -EINVAL;
 	mr->fr_npages = 0;
+	mr->fr_fresh = true;
 	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, sroce_set_page);
 }
 
@@ -860,7 +861,9 @@ static struct sroce_mr *sroce_fast_mr_get(struct sroce_dev *sdev,
  * @access: IB_ACCESS_* for the registration
  *
  * The range is the one map_mr_sg computed (ibmr.iova, ibmr.length), the
- * pages the list it built. Re-registering a valid region replaces it.
+ * pages the list it built; without a map_mr_sg since the last REG_MR, the
+ * pages registered then (a ULP may register the same buffer again under a
+ * new key). Re-registering a valid region replaces it.
  *
  * Return: 0, or a completion status (IB_WC_LOC_PROT_ERR for an unknown
  * region or a bad range, IB_WC_LOC_QP_OP_ERR for bad access flags).
@@ -868,8 +871,8 @@ static struct sroce_mr *sroce_fast_mr_get(struct sroce_dev *sdev,
 int sroce_mr_fast_reg(struct sroce_dev *sdev, struct sroce_pd *pd, u32 key,
 		      int access)
 {
+	unsigned long flags, npages;
 	struct sroce_mr *mr;
-	unsigned long flags;
 	struct page **tmp;
 	u64 iova, len;
 	int st = 0;
@@ -883,14 +886,18 @@ int sroce_mr_fast_reg(struct sroce_dev *sdev, struct sroce_pd *pd, u32 key,
 	iova = mr->ibmr.iova;
 	len = mr->ibmr.length;
 	spin_lock_irqsave(&mr->lock, flags);
+	npages = mr->fr_fresh ? mr->fr_npages : mr->npages;
 	if (!len || iova + len < iova ||
-	    offset_in_page(iova) + len > (u64)mr->fr_npages << PAGE_SHIFT) {
+	    offset_in_page(iova) + len > (u64)npages << PAGE_SHIFT) {
 		st = IB_WC_LOC_PROT_ERR;
 	} else {
-		tmp = mr->pages;
-		mr->pages = mr->fr_pages;
-		mr->fr_pages = tmp;
-		mr->npages = mr->fr_npages;
+		if (mr->fr_fresh) {
+			tmp = mr->pages;
+			mr->pages = mr->fr_pages;
+			mr->fr_pages = tmp;
+			mr->npages = mr->fr_npages;
+			mr->fr_fresh = false;
+		}
 		mr->first_off = offset_in_page(iova);
 		mr->iova = iova;
 		mr->length = len;

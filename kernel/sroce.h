@@ -344,8 +344,9 @@ struct sroce_odp {
  * A fast-registration MR changes key, range, access and pages when a REG_MR
  * work request executes, and becomes invalid with LOCAL_INV or a remote
  * invalidation; those fields, pages and valid are then under lock, which
- * accesses hold while they copy. map_mr_sg fills the staging list fr_pages,
- * which REG_MR swaps in as pages.
+ * accesses hold while they copy. map_mr_sg fills the staging list fr_pages
+ * and sets fr_fresh; REG_MR swaps a fresh list in as pages, and keeps pages
+ * otherwise.
  *
  * A user MR counts the memory windows bound to it (num_mw); dereg and rereg
  * refuse with EBUSY while there are any, and set dying, after which no
@@ -371,6 +372,7 @@ struct sroce_mr {
 	struct page		**fr_pages;	/* fast MRs: map_mr_sg's list */
 	unsigned long		fr_npages;
 	unsigned long		fr_max;		/* capacity of both lists */
+	bool			fr_fresh;	/* fr_pages mapped since REG_MR */
 	refcount_t		ref;
 	struct completion	done;
 	struct rcu_head		rcu;
