@@ -53,7 +53,8 @@
  *    exit method (net.c) unregisters the namespace's devices with
  *    sroce_forget_devs(), which also waits for the ones being unregistered
  *    elsewhere, before the namespace is freed. Module exit does the same
- *    for all devices.
+ *    for all devices, through every namespace's exit method (so a
+ *    namespace deleted meanwhile waits for it) and then for what is left.
  *
  * Lock order: RTNL -> sroce_devs_lock, and ib_core's per-device
  * unregistration lock -> sroce_devs_lock; the socket lock of net.c
@@ -468,16 +469,21 @@ static void __exit sroce_exit(void)
 	rdma_link_unregister(&sroce_link_ops);
 
 	/*
+	 * Every namespace's exit method forgets its devices, under the
+	 * pernet lock that a namespace being deleted meanwhile also needs:
+	 * its own exit cannot run while ours has a device of it off the list
+	 * and the namespace still in use. The sockets go with the devices.
+	 * What is left is an entry a queued unregistration has released.
+	 *
 	 * Keep the notifier while devices remain, so a netdev that goes away
 	 * meanwhile still gets its references back. Unregistering it last
 	 * also keeps its replay of DOWN/UNREGISTER events from reaching
 	 * devices of ours.
 	 */
+	sroce_net_unregister();
 	sroce_forget_devs(NULL);
 
 	unregister_netdevice_notifier(&sroce_netdev_nb);
-	/* Every namespace's sockets are closed: they went with the devices. */
-	sroce_net_unregister();
 	/* No QP is left to owe an ACK. */
 	sroce_resp_ack_fini();
 	/* Nor a packet to compute an ICRC for. */

@@ -278,6 +278,33 @@ def test_rmmod_with_devices_present(g0):
     assert "sroce0/1" in links(g0)
 
 
+def test_rmmod_with_devices_in_namespaces(g0):
+    """rmmod with devices in two namespaces besides init_net, one of them
+    deleted while rmmod runs: module exit forgets each namespace's devices
+    through its exit method, so the namespace being deleted waits for its
+    device instead of going while the device still uses it. Everything is
+    gone afterwards, and the module loads again."""
+    try:
+        for k in (1, 2):
+            g0.check("ip netns add rmns%d && ip link add rmv%d type veth peer rmw%d && "
+                     "ip link set rmw%d netns rmns%d && ip netns exec rmns%d ip link set rmw%d up"
+                     " && ip link set rmv%d up" % ((k,) * 8))
+            g0.check("ip netns exec rmns%d rdma link add rmdev%d type sroce netdev rmw%d" %
+                     (k, k, k), timeout=60)
+        add_link(g0)
+        r = g0.run("rmmod sroce & sleep 0.05; ip netns del rmns1; wait %1; echo rmmod=$?",
+                   timeout=120)
+        assert "rmmod=0" in r.out, r
+        assert g0.run("ls /sys/class/infiniband/").out.strip() == ""
+        assert "rmns1" not in g0.check("ip netns list")
+        assert g0.run("ip netns exec rmns2 ip link show rmw2").ok
+    finally:
+        g0.run("ip netns del rmns1 2>/dev/null; ip netns del rmns2 2>/dev/null; "
+               "ip link del rmv1 2>/dev/null; ip link del rmv2 2>/dev/null; true")
+    add_link(g0)  # autoloads again
+    assert "sroce0/1" in links(g0)
+
+
 def hold_context(g, dev):
     """Start sroce-ctx-hold: an open device context with a PD, until /tmp/ctx-go exists."""
     g.run("rm -f /tmp/ctx-go /tmp/ctx-out")
