@@ -194,6 +194,33 @@ static enum rdma_link_layer sroce_get_link_layer(struct ib_device *ibdev,
 	return IB_LINK_LAYER_ETHERNET;
 }
 
+/*
+ * ib_core offers the addresses of every upper device of our netdev as GIDs,
+ * whatever namespace the upper device is in (a macvlan moved into a
+ * container). The device's routes and UDP socket are those of sdev->net:
+ * packets from such a GID could not be routed, nor answers received, and
+ * rdma_cm in the container would pick us for its address. Refuse them; the
+ * sroce device on that upper netdev, if there is one, has the GID.
+ */
+static int sroce_add_gid(const struct ib_gid_attr *attr, void **context)
+{
+	struct sroce_dev *sdev = to_sdev(attr->device);
+	struct net_device *ndev;
+	int err = 0;
+
+	rcu_read_lock();
+	ndev = rcu_dereference(attr->ndev);
+	if (ndev && !net_eq(dev_net(ndev), sdev->net))
+		err = -EXDEV;
+	rcu_read_unlock();
+	return err;
+}
+
+static int sroce_del_gid(const struct ib_gid_attr *attr, void **context)
+{
+	return 0;
+}
+
 static void sroce_get_dev_fw_str(struct ib_device *ibdev, char *str)
 {
 	snprintf(str, IB_FW_VERSION_NAME_MAX, "%u.%u.%u", SROCE_FW_MAJOR,
@@ -290,6 +317,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.device_group = &sroce_attr_group,
 	.port_groups = sroce_port_groups,
 
+	.add_gid = sroce_add_gid,
 	.advise_mr = sroce_advise_mr,
 	.alloc_hw_port_stats = sroce_alloc_hw_port_stats,
 	.alloc_mr = sroce_alloc_mr,
@@ -308,6 +336,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.dealloc_pd = sroce_dealloc_pd,
 	.dealloc_ucontext = sroce_dealloc_ucontext,
 	.dealloc_xrcd = sroce_dealloc_xrcd,
+	.del_gid = sroce_del_gid,
 	.dereg_mr = sroce_dereg_mr,
 	.detach_mcast = sroce_detach_mcast,
 	.destroy_ah = sroce_destroy_ah,

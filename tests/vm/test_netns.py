@@ -319,6 +319,46 @@ def test_namespace_on_macvlan_talks_to_other_guest(rig, g0):
         unload_all_rdma_links(g1)
 
 
+def test_container_address_is_the_container_device_gid_only(rig, g0):
+    """sroce0 on eth0 first, then a container's macvlan of eth0 with its own
+    sroce device. ib_core offers the macvlan's address to sroce0 too (an upper
+    device's, whatever its namespace); sroce0 refuses it, since it can neither
+    route nor receive for it, so only sm has it. rdma_cm in the container,
+    told no device, then binds sm and an rping from guest 1 to the container's
+    address runs (with the GID on sroce0, registered first, rdma_cm took
+    sroce0 and the connection was rejected)."""
+    g1 = rig[1]
+    drop_namespaces(g0)
+    unload_all_rdma_links(g1)
+    addr, port, count, size = "10.99.0.12", 7176, 3, 4096
+    try:
+        g1.check("modprobe rdma_ucm")
+        g0.check("rdma link add sroce0 type sroce netdev eth0")
+        g1.check("rdma link add sroce0 type sroce netdev eth0")
+        g0.check("ip netns add M && ip link add m0 link eth0 type macvlan mode bridge && "
+                 "ip link set m0 netns M && ip -n M addr add %s/24 dev m0 && "
+                 "ip -n M link set lo up && ip -n M link set m0 up" % addr)
+        m = InNs(g0, "M")
+        m.check("rdma link add sm type sroce netdev m0")
+        wait_for(lambda: g1.run("ping -c1 -W1 %s" % addr).ok, timeout=30, what="ping")
+        wait_for(lambda: _gid_or_none(m, "sm", addr), timeout=30, what="the address on sm")
+        assert _gid_or_none(g0, "sroce0", addr) is None, \
+            g0.run("grep -H . /sys/class/infiniband/sroce0/ports/1/gids/* | grep -v ':0000:'").out
+        flags = "-p %d -v -C %d -S %d" % (port, count, size)
+        srv, cli = client_server(m, "rping -s -a %s %s" % (addr, flags),
+                                 g1, "rping -c -a %s -V %s" % (addr, flags),
+                                 port=port, timeout=120, listen_timeout=30,
+                                 is_listening=cm_listening)
+        assert srv.ok and cli.ok, (srv, cli)
+        check_pings("client", cli, "ping data: ", size, count)
+        check_pings("server", srv, "server ping data: ", size, count)
+    finally:
+        drop_namespaces(g0)
+        unload_all_rdma_links(g0)
+        unload_all_rdma_links(g1)
+        g1.run("modprobe -r %s" % " ".join(CM_MODULES), timeout=60)
+
+
 def test_gid_of_an_upper_macvlan_carries_traffic(rig, g0):
     """A macvlan of eth0 in init_net with an address of its own and no sroce
     device: ib_core puts its address into sroce0's GID table (as for a VLAN),
