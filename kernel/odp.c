@@ -60,6 +60,16 @@
 #define SROCE_ODP_FAILED	xa_mk_value(1)
 #define SROCE_ODP_MAX_REQ	512	/* pages an access asks to fault */
 /*
+ * The pages an access that misses asks for, counted from the one it waits
+ * for: the transport touches a packet's page or two at a time, and a message
+ * that waited a tick or an RNR round trip for each would crawl through a
+ * fresh region (a 1 GiB WRITE took minutes). The pages past the access are
+ * read ahead, within the region and the mapping the access touched, as a
+ * prefetch: a page that cannot be mapped stops them. A pinned registration
+ * would have populated the region's pages at once.
+ */
+#define SROCE_ODP_AHEAD		512
+/*
  * A synchronous prefetch runs inside ib_core's uverbs SRCU read section,
  * which device removal (rdma link del, rmmod) waits for: it gets this long,
  * then fails with -EAGAIN (what it mapped stays mapped).
@@ -306,6 +316,30 @@ static int sroce_odp_map(struct sroce_mr *mr, unsigned long first,
 	return ret;
 }
 
+/*
+ * Page @ahead, or the last page before it of the mapping that holds page
+ * @last: a read-ahead stays within the object the access touched (for an
+ * implicit region, one mapping of the address space). Sleeps.
+ */
+static unsigned long sroce_odp_vma_last(struct sroce_odp *odp,
+					unsigned long last, unsigned long ahead)
+{
+	struct mm_struct *mm = odp->notifier.mm;
+	struct vm_area_struct *vma;
+
+	if (!mmget_not_zero(mm))
+		return last;
+	mmap_read_lock(mm);
+	vma = vma_lookup(mm, last << PAGE_SHIFT);
+	if (!vma)
+		ahead = last;
+	else
+		ahead = min(ahead, (vma->vm_end >> PAGE_SHIFT) - 1);
+	mmap_read_unlock(mm);
+	mmput(mm);
+	return ahead;
+}
+
 static void sroce_odp_work(struct work_struct *work)
 {
 	struct sroce_odp *odp = container_of(work, struct sroce_odp, work);
@@ -327,7 +361,13 @@ static void sroce_odp_work(struct work_struct *work)
 			odp->nqueued * sizeof(odp->queue[0]));
 		spin_unlock_irq(&mr->lock);
 
-		sroce_odp_map(mr, r.first, r.last, true, r.access, 0);
+		if (!sroce_odp_map(mr, r.first, r.last, true, r.access, 0) &&
+		    r.ahead > r.last) {
+			r.ahead = sroce_odp_vma_last(odp, r.last, r.ahead);
+			if (r.ahead > r.last)
+				sroce_odp_map(mr, r.last + 1, r.ahead, true,
+					      false, 0);
+		}
 		cond_resched();
 	}
 	set_active_memcg(old);
@@ -335,25 +375,36 @@ static void sroce_odp_work(struct work_struct *work)
 
 /*
  * Ask the work item to fault in pages [first, last], for an access that
- * waits for page @first if @access, else for a prefetch. mr->lock held.
+ * waits for page @first if @access (then reading ahead up to page @ahead),
+ * else for a prefetch. mr->lock held.
  */
 static void sroce_odp_queue_locked(struct sroce_mr *mr, unsigned long first,
-				   unsigned long last, bool access)
+				   unsigned long last, unsigned long ahead,
+				   bool access)
 {
 	struct sroce_odp *odp = mr->odp;
 	unsigned int i;
 
 	if (odp->dead)
 		return;
-	for (i = 0; i < odp->nqueued; i++)
-		if (odp->queue[i].first <= first && last <= odp->queue[i].last &&
-		    (!access || (odp->queue[i].access &&
-				 odp->queue[i].first == first)))
+	for (i = 0; i < odp->nqueued; i++) {
+		const struct sroce_odp_range *q = &odp->queue[i];
+
+		if (q->first <= first && last <= q->last &&
+		    (!access || (q->access && q->first == first)))
 			return;		/* asked already */
+		/*
+		 * Read ahead by a queued access: if a hole stops that, the
+		 * access asks again, for itself.
+		 */
+		if (q->last < first && last <= q->ahead)
+			return;
+	}
 	/* A full queue drops the request: the access asks again. */
 	if (odp->nqueued < SROCE_ODP_QUEUE)
 		odp->queue[odp->nqueued++] = (struct sroce_odp_range) {
-			.first = first, .last = last, .access = access,
+			.first = first, .last = last,
+			.ahead = max(ahead, last), .access = access,
 		};
 	queue_work(system_unbound_wq, &odp->work);
 }
@@ -388,6 +439,8 @@ int sroce_odp_walk(struct sroce_mr *mr, u64 va, u64 len, sroce_mr_page_fn fn,
 		if (!entry) {
 			sroce_odp_queue_locked(mr, idx,
 					       min(last, idx + SROCE_ODP_MAX_REQ - 1),
+					       min(odp->last,
+						   idx + SROCE_ODP_AHEAD - 1),
 					       true);
 			sroce_cnt_inc(odp->sdev, SROCE_CNT_ODP_WAIT);
 			return -EAGAIN;
@@ -530,7 +583,7 @@ static int sroce_odp_advise_sge(struct sroce_dev *sdev, struct sroce_pd *pd,
 		err = sroce_odp_map(mr, first, last, fault, false, deadline);
 	} else {
 		spin_lock_irqsave(&mr->lock, flags);
-		sroce_odp_queue_locked(mr, first, last, false);
+		sroce_odp_queue_locked(mr, first, last, last, false);
 		spin_unlock_irqrestore(&mr->lock, flags);
 	}
 out:

@@ -307,10 +307,12 @@ enum sroce_mr_type {
 /*
  * Pages [first, last] of the user address space; access: an access waits
  * for page first (marked failed if it cannot be mapped), not a prefetch.
+ * Pages (last, ahead] are read ahead for an access, as a prefetch.
  */
 struct sroce_odp_range {
 	unsigned long		first;
 	unsigned long		last;
+	unsigned long		ahead;
 	bool			access;
 };
 

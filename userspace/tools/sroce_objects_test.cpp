@@ -3487,6 +3487,46 @@ void odp_prefetch_bounded(Env &e)
  * sends later accesses to the new pages; unmapped memory fails; implicit
  * regions and prefetch (advise_mr).
  */
+/*
+ * A 4 MiB WRITE from a region the process has just filled into one nobody
+ * has touched, both ODP and fresh: the requester and the responder each
+ * wait for faults, and each wait reads ahead through the rest of the
+ * mapping, so the message waits a few times per side, not once per page
+ * (1024 per side) or per packet.
+ */
+void odp_first_touch(Env &e)
+{
+	constexpr size_t kBig = 4 << 20;
+	Pair p;
+	Mapping src(kBig), dst(kBig);
+	char *s = reinterpret_cast<char *>(src.p());
+	char *d = reinterpret_cast<char *>(dst.p());
+	struct ibv_mr *smr = src ? ibv_reg_mr(e.pd, s, kBig, kOdpAccess) : nullptr;
+	struct ibv_mr *dmr = dst ? ibv_reg_mr(e.pd, d, kBig, kOdpAccess) : nullptr;
+	std::string why = smr && dmr ? "" : "reg: " + errno_text(errno);
+	if (why.empty() && !make_odp_pair(e, p))
+		return setup_failed("odp_first_touch_setup", p);
+	if (why.empty()) {
+		fill(s, 9, kBig);
+		const long long w0 = hw_counter(e, "odp_waits");
+		const int st = odp_rdma(p.a, IBV_WR_RDMA_WRITE, s, smr->lkey, d, dmr->rkey,
+					static_cast<uint32_t>(kBig));
+		const long long w1 = hw_counter(e, "odp_waits");
+		if (st != IBV_WC_SUCCESS || first_bad(d, 9, kBig) >= 0)
+			why = "write: " + st_text(st);
+		else if (w1 - w0 > 256)
+			why = strf("%lld waits for 1024 + 1024 pages", w1 - w0);
+		else
+			std::printf("  odp_first_touch: %lld waits\n", w1 - w0);
+		destroy_pair(p, &why);
+	}
+	check("odp_first_touch_reads_ahead", why.empty(), why);
+	if (smr)
+		ibv_dereg_mr(smr);
+	if (dmr)
+		ibv_dereg_mr(dmr);
+}
+
 void odp(Env &e)
 {
 	constexpr uint32_t kLen = 16 << 10;	/* 16 packets at MTU 1024 */
@@ -3619,8 +3659,18 @@ void odp(Env &e)
 	}
 	destroy_pair(p, &why);
 
-	/* prefetch: after a synchronous PREFETCH_WRITE, a write waits for nothing */
-	if (make_odp_pair(e, p)) {
+	check("odp_dereg", ibv_dereg_mr(mr) == 0);
+
+	/*
+	 * prefetch: after a synchronous PREFETCH_WRITE, a write waits for
+	 * nothing. A region of its own: the faults above read ahead through
+	 * the whole of the first one.
+	 */
+	Mapping pm(kMap);
+	base = reinterpret_cast<char *>(pm.p());
+	mr = pm ? ibv_reg_mr(e.pd, base, kMap, kOdpAccess) : nullptr;
+	check("odp_prefetch_reg_mr", mr != nullptr, errno_text(errno));
+	if (mr && make_odp_pair(e, p)) {
 		char *pf = base + 6 * kLen;
 		struct ibv_sge sge = {reinterpret_cast<uintptr_t>(pf), kLen, mr->lkey};
 		const long long f2 = hw_counter(e, "odp_fault_pages");
@@ -3663,10 +3713,13 @@ void odp(Env &e)
 		check("odp_advise_refused_outside_odp", r1 == EINVAL && r2 == EINVAL,
 		      strf("pinned region: %d, beyond the end: %d", r1, r2));
 		destroy_pair(p, &why);
-	} else {
+	} else if (mr) {
 		setup_failed("odp_prefetch_setup", p);
 	}
-	check("odp_dereg", ibv_dereg_mr(mr) == 0);
+	if (mr)
+		ibv_dereg_mr(mr);
+
+	odp_first_touch(e);
 
 	/* implicit ODP: one key for the whole address space */
 	struct ibv_mr *imr = ibv_reg_mr(e.pd, nullptr, SIZE_MAX, kOdpAccess);
