@@ -464,8 +464,10 @@ static void sroce_comp_aeth(struct sroce_qp *qp, const struct sroce_ack *a,
 		sroce_comp_nak_fatal(qp, psn, IB_WC_REM_OP_ERR);
 		break;
 	case SROCE_ACK_NAK_INV_RD_REQ:
-	case SROCE_ACK_NAK_RESERVED:	/* codes 5..31 */
 		sroce_comp_nak_fatal(qp, psn, IB_WC_REM_INV_RD_REQ_ERR);
+		break;
+	case SROCE_ACK_NAK_RESERVED:	/* codes 5..31: a remote error */
+		sroce_comp_nak_fatal(qp, psn, IB_WC_REM_OP_ERR);
 		break;
 	default:			/* reserved syndrome type: ignored */
 		break;

@@ -634,8 +634,14 @@ static void sroce_modify_attrs_locked(struct sroce_qp *qp,
 	if (mask & (IB_QP_DEST_QPN | IB_QP_AV))
 		qp->sport = rdma_get_udp_sport(qp->av.flow_label,
 					       qp->ibqp.qp_num, qp->dest_qpn);
-	if (mask & IB_QP_EN_SQD_ASYNC_NOTIFY)
-		qp->sqd_notify = attr->en_sqd_async_notify;
+	/*
+	 * Each move into SQD asks anew (the attribute is only valid then);
+	 * state is still the current one here.
+	 */
+	if ((mask & IB_QP_STATE) && attr->qp_state == IB_QPS_SQD &&
+	    qp->state != IB_QPS_SQD)
+		qp->sqd_notify = (mask & IB_QP_EN_SQD_ASYNC_NOTIFY) &&
+				 attr->en_sqd_async_notify;
 }
 
 /*

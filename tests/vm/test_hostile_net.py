@@ -383,6 +383,25 @@ def test_d4_nak_with_progress_renews_the_retry_budget(net, victims):
     c.done()
 
 
+def test_d5_reserved_nak_code_is_a_remote_operation_error(net, victims):
+    """The peer's NAK with a reserved code (syndrome 0x65: NAK, code 5) for
+    the first SEND: it completes with IBV_WC_REM_OP_ERR, as rdma_rxe and
+    hardware report an unknown NAK, not with the Reliable Datagram status
+    REM_INV_RD_REQ_ERR; the rest are flushed and the QP is in ERR."""
+    g0, g1 = net[:2]
+    c = Checks("a NAK with a reserved code")
+    v = sender(victims, g0, g1, "d5", ["poll 2000", "state", "exit"])
+    attack(g1, g0, "ack", 1, v, v.sq_psn, extra="--syndrome %d" % 0x65)
+    v.go()
+    out = v.finish()
+    c.note(out.strip())
+    wcs = completions(out)
+    c.expect(wcs[:1] == [("IBV_WC_REM_OP_ERR", "SEND")],
+             "first completion %s, want IBV_WC_REM_OP_ERR" % wcs[:1])
+    c.expect(states(out) == ["ERR"], "QP state %s, not ERR" % states(out))
+    c.done()
+
+
 # ------------------------------------------------------------ PEER: a hostile peer
 
 def test_h_uc_bad_rkey_then_valid_write(net, victims):

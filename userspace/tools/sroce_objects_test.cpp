@@ -2301,10 +2301,50 @@ void sqd_uc(Env &e)
 		check(name, false, "dereg_mr");
 }
 
+/*
+ * SQ_DRAINED comes only when the move into SQD asked for it: an RC QP moved
+ * to SQD with en_sqd_async_notify and back to RTS before it drained, then
+ * to SQD without it, drains (its WRITE completes) and raises no event.
+ */
+void sqd_notify_only_when_asked(Env &e)
+{
+	const char *name = "sqd_notify_only_when_asked";
+	constexpr uint32_t kLen = 4096;
+	Pair p;
+	if (!make_side(e, p.a, IBV_QPT_RC) || !make_side(e, p.b, IBV_QPT_RC) ||
+	    !rc_connect(e, p.a, p.b.qp->qp_num, 14, 7) ||
+	    sroce_tool::qp_to_init(p.b.qp, loopback_path(e, IBV_QPT_RC, p.a.qp->qp_num)))
+		return setup_failed(name, p);
+	SqdRun r{e, p.a, e.mr, reinterpret_cast<uint8_t *>(e.buf),
+		 reinterpret_cast<uint8_t *>(e.buf) + kRecvOff, {}};
+	std::memset(r.dst, 0, kLen);
+	r.post(0, 0, kLen);
+	r.to_sqd();
+	r.to_rts();
+	struct ibv_qp_attr a = {};
+	a.qp_state = IBV_QPS_SQD;
+	const int rc = r.why.empty() ? ibv_modify_qp(p.a.qp, &a, IBV_QP_STATE) : 0;
+	if (rc)
+		r.why = "to SQD without notify: " + errno_text(rc);
+	if (r.why.empty() && !rc_connect(e, p.b, p.a.qp->qp_num))
+		r.why = "peer to RTS: " + errno_text(errno);
+	r.take(1, kWait);
+	if (r.why.empty() && r.next != 1)
+		r.why = "the WRITE did not complete in SQD";
+	drain_events(e.ctx, 1.0);
+	if (r.why.empty() && r.drained_events())
+		r.why = strf("%u SQ_DRAINED events, none asked for", r.drained_events());
+	r.to_rts();
+	r.landed(0, 0, kLen);
+	destroy_pair(p, &r.why);
+	check(name, r.why.empty(), r.why);
+}
+
 void sqd(Env &e)
 {
 	sqd_rc(e);
 	sqd_uc(e);
+	sqd_notify_only_when_asked(e);
 }
 
 /*
