@@ -241,6 +241,16 @@ static int sroce_odp_map_chunk(struct sroce_mr *mr, unsigned long first,
 		spin_lock_irq(&mr->lock);
 		if (mmu_interval_read_retry(&odp->notifier, range.notifier_seq)) {
 			spin_unlock_irq(&mr->lock);
+			/*
+			 * Invalidated meanwhile: try again, for as long as
+			 * hmm_range_fault() may stay busy. An implicit region
+			 * hears of every change to the address space, which a
+			 * busy process may make without pause.
+			 */
+			if (time_after(jiffies, timeout)) {
+				err = -EBUSY;
+				break;
+			}
 			continue;
 		}
 		entered = sroce_odp_enter(odp, first, n, range.hmm_pfns);
