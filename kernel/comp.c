@@ -303,6 +303,16 @@ static void sroce_comp_read_resp(struct sroce_qp *qp, const struct sk_buff *skb,
 	/* Implicitly acknowledges what came before the READ. */
 	sroce_comp_ack_upto(qp, sroce_psn_add(psn, SROCE_PSN_MAX));
 	wqe = sroce_wqe_by_psn(qp, psn);
+	if (wqe && wqe->wr.opcode == SROCE_WR_ATOMIC_WRITE) {
+		/*
+		 * IBTA 1.5 answers an ATOMIC WRITE with an empty READ
+		 * RESPONSE ONLY (rdma_rxe does); an ACK does as well.
+		 */
+		if (pos == SROCE_POS_ONLY && !pkt->payload_len &&
+		    sroce_comp_ack_upto(qp, psn))
+			sroce_comp_progress(qp);
+		return;
+	}
 	if (!wqe || wqe->wr.opcode != IB_UVERBS_WR_RDMA_READ ||
 	    wqe->resp_done)
 		return;		/* stale or duplicate */

@@ -309,6 +309,23 @@ static void sroce_send_atomic_ack(struct sroce_qp *qp, u32 psn, u64 orig)
 	sroce_resp_send(qp, &p);
 }
 
+/*
+ * The answer to the ATOMIC WRITE at @psn: an RDMA READ RESPONSE ONLY without
+ * payload (IBTA 1.5; rdma_rxe answers so too, and takes either this or an
+ * ACK).
+ */
+static void sroce_send_atomic_write_ack(struct sroce_qp *qp, u32 psn)
+{
+	struct sroce_resp_pkt p = {
+		.opcode = sroce_resp_opcode(qp, SROCE_OP_RC_RDMA_READ_RESPONSE_ONLY),
+		.psn = psn,
+		.msn = qp->resp.msn,
+		.syn = sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID),
+	};
+
+	sroce_resp_send(qp, &p);
+}
+
 static void sroce_send_nak(struct sroce_qp *qp, u32 psn, enum sroce_nak_code c)
 {
 	sroce_qp_dbg(qp, "NAK %d sent for PSN %u\n", c, psn);
@@ -985,6 +1002,10 @@ static void sroce_resp_dup(struct sroce_qp *qp, const u8 *ip,
 		if (r && r->first_psn == psn)
 			sroce_send_atomic_ack(qp, psn, r->orig);
 		return;
+	case SROCE_KIND_ATOMIC_WRITE:
+		/* Executed once: answered again, not executed again. */
+		sroce_send_atomic_write_ack(qp, psn);
+		return;
 	default:
 		/* SEND, WRITE: acknowledge everything received so far. */
 		if (sroce_bth_ackreq(bth) || (pkt->info->flags & SROCE_OPF_END))
@@ -1198,7 +1219,7 @@ static int sroce_atomic_write_chunk(void *priv, struct page *page,
 /*
  * ATOMIC WRITE (IBTA 1.5): the 8 payload bytes land in one store at an
  * 8-byte aligned address of a region with remote write access. Executed
- * once, at epsn; a duplicate is only acknowledged, like a duplicate WRITE.
+ * once, at epsn; a duplicate is only answered again.
  */
 static void sroce_resp_atomic_write_op(struct sroce_qp *qp,
 				       const struct sroce_req_ctx *c)
@@ -1232,7 +1253,7 @@ static void sroce_resp_atomic_write_op(struct sroce_qp *qp,
 	sroce_msn_bump(qp);
 	qp->resp.in_msg = false;
 	qp->resp.epsn = sroce_psn_inc(c->psn);
-	sroce_send_ack(qp, c->psn, sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID));
+	sroce_send_atomic_write_ack(qp, c->psn);
 }
 
 static void sroce_resp_atomic_op(struct sroce_qp *qp, const struct sroce_req_ctx *c)

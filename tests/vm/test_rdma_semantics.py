@@ -74,8 +74,17 @@ LOOPBACK_CASES = [
 ]
 LOOPBACK_IPV6 = ["rc_send", "rc_read", "uc_send", "ud_send", "ud_send_imm"]
 # `sroce-rdma-test --list --client x`
-HOST_CASES = ["rc_send", "rc_write", "rc_read", "rc_atomic", "rc_read_fence_send", "uc_send",
-              "uc_write", "ud_send"]
+HOST_CASES = ["rc_send", "rc_write", "rc_read", "rc_atomic", "rc_atomic_write",
+              "rc_read_fence_send", "uc_send", "uc_write", "ud_send"]
+
+
+def host_cases_unknown(rig, kinds):
+    """Host cases one of the pair cannot run: rdma_rxe before Linux 6.2 has no
+    ATOMIC WRITE (it drops the opcode; the requester's retries run out)."""
+    major, minor = (int(x) for x in rig.kver.split(".")[:2])
+    if "rxe" in kinds and (major, minor) < (6, 2):
+        return {"rc_atomic_write": "rdma_rxe of Linux %d.%d has no ATOMIC WRITE" % (major, minor)}
+    return {}
 
 # Where rdma_rxe (Linux 6.1) itself does not give the IBTA completion status.
 RXE_DEVIATIONS = {
@@ -311,8 +320,11 @@ def run_two_host(rig, kinds, families):
     for family in families:
         fam = ["--ipv6"] if family == "ipv6" else []
         host = srv.ip6 if family == "ipv6" else srv.ip4
+        unknown = host_cases_unknown(rig, kinds)
+        only = ["--case %s" % c for c in HOST_CASES if c not in unknown] if unknown else []
         scmd = tool_cmd(DEVNAME[kinds[0]], budget, "--server", "--port %d" % PORT, *fam)
-        ccmd = tool_cmd(DEVNAME[kinds[1]], budget, "--client", host, "--port %d" % PORT, *fam)
+        ccmd = tool_cmd(DEVNAME[kinds[1]], budget, "--client", host, "--port %d" % PORT,
+                        *(fam + only))
         what = "%s server %s / %s client %s over %s" % (srv.name, DEVNAME[kinds[0]], cli.name,
                                                         DEVNAME[kinds[1]], family)
         rig.mark_consoles()
@@ -348,9 +360,12 @@ def test_two_host_run(two_host, family):
 
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("case", HOST_CASES)
-def test_two_host(two_host, family, case):
+def test_two_host(rig, two_host, family, case):
     """Both sides exchange verdicts, so the client's line covers the server's
     checks too; the server's line is shown with a failure."""
+    unknown = host_cases_unknown(rig, two_host[0])
+    if case in unknown:
+        pytest.skip(unknown[case])
     judge_pair(*two_host[1][family], case)
 
 

@@ -119,6 +119,7 @@ void want_pieces(const std::vector<Piece> &ps, const std::vector<uint8_t> &msg);
 struct EpOpts : QpCaps {
 	struct ibv_cq *scq = nullptr, *rcq = nullptr; /* shared CQs */
 	struct ibv_comp_channel *ch = nullptr;	       /* for own CQs */
+	uint64_t send_ops = 0;	/* IBV_QP_EX_WITH_*: created with ibv_create_qp_ex */
 };
 
 /* One end: a QP with its CQs. */

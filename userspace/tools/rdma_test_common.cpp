@@ -245,7 +245,24 @@ Ep make_ep(Dev &d, const EpOpts &o)
 	e.scq = own_or_shared(d, o.scq, e.own_scq, o.ch);
 	e.rcq = own_or_shared(d, o.rcq, e.own_rcq, o.ch);
 	struct ibv_qp_init_attr ia = qp_init_attr(e.scq, e.rcq, o);
-	struct ibv_qp *qp = ibv_create_qp(d.pd, &ia);
+	struct ibv_qp *qp;
+	if (o.send_ops) {
+		struct ibv_qp_init_attr_ex x = {};
+		x.qp_context = ia.qp_context;
+		x.send_cq = ia.send_cq;
+		x.recv_cq = ia.recv_cq;
+		x.srq = ia.srq;
+		x.cap = ia.cap;
+		x.qp_type = ia.qp_type;
+		x.sq_sig_all = ia.sq_sig_all;
+		x.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+		x.pd = d.pd;
+		x.send_ops_flags = o.send_ops;
+		qp = ibv_create_qp_ex(d.ctx, &x);
+		ia.cap = x.cap;
+	} else {
+		qp = ibv_create_qp(d.pd, &ia);
+	}
 	if (!qp)
 		fail(strf("ibv_create_qp(%s, send_wr %u sge %u inline %u, recv_wr %u sge %u%s): %s",
 			  o.type == IBV_QPT_RC ? "RC" : o.type == IBV_QPT_UC ? "UC" : "UD",

@@ -297,6 +297,50 @@ void host_rc_atomic(Peer &pr)
 	pr.sync("checked");
 }
 
+/*
+ * ATOMIC WRITE (IBTA 1.5) client -> server: two 8-byte stores through
+ * ibv_wr_atomic_write, each completed with IBV_WC_ATOMIC_WRITE; the server
+ * sees both values and nothing else changed around them.
+ */
+void host_rc_atomic_write(Peer &pr)
+{
+	Buf buf(pr.d, 4096, pr.server ? "atomic write target" : "atomic write source");
+	EpOpts o;
+	o.type = IBV_QPT_RC;
+	o.send_ops = IBV_QP_EX_WITH_ATOMIC_WRITE;
+	HostSetup s;
+	s.ep = make_ep(pr.d, o);
+	s.peer = pr.exchange(s.ep, &buf);
+	pr.connect_to(s.ep, s.peer);
+	pr.sync("connected");
+	const uint64_t vals[] = {0x0123456789abcdefull, 0xfedcba9876543210ull};
+	if (pr.server) {
+		buf.reset(SENTINEL);
+		pr.sync("ready");
+		pr.sync("done");
+		buf.want_u64(64, vals[0]);
+		buf.want_u64(72, vals[1]);
+		buf.check("remote values after two ATOMIC WRITEs");
+	} else {
+		pr.sync("ready");
+		struct ibv_qp_ex *qpx = ibv_qp_to_qp_ex(s.ep.qp.get());
+		uint64_t id = 0x3400;
+		for (size_t i = 0; i < 2; i++) {
+			ibv_wr_start(qpx);
+			qpx->wr_id = id + i;
+			qpx->wr_flags = IBV_SEND_SIGNALED;
+			ibv_wr_atomic_write(qpx, s.peer.rkey, s.peer.addr + 64 + 8 * i, &vals[i]);
+			const int err = ibv_wr_complete(qpx);
+			if (err)
+				fail(strf("ibv_wr_complete: %s", errno_text(err).c_str()));
+			check_wc(wait_one(s.ep.scq, "atomic write"), strf("atomic write %zu", i),
+				 id + i, IBV_WC_SUCCESS, IBV_WC_ATOMIC_WRITE);
+		}
+		pr.sync("done");
+	}
+	pr.sync("checked");
+}
+
 void host_ud_send(Peer &pr)
 {
 	Buf buf(pr.d, GRH_LEN + 4096 + 256, "ud buffer");
@@ -427,6 +471,7 @@ void host_rc_fence(Peer &pr)
 const std::vector<HostCase> HOST_CASES = {
 	{"rc_send", host_rc_send},   {"rc_write", host_rc_write},
 	{"rc_read", host_rc_read},   {"rc_atomic", host_rc_atomic},
+	{"rc_atomic_write", host_rc_atomic_write},
 	{"rc_read_fence_send", host_rc_fence},
 	{"uc_send", host_uc_send},   {"uc_write", host_uc_write},
 	{"ud_send", host_ud_send},
