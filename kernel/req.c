@@ -1072,6 +1072,11 @@ static void __sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 		if (qp->req.next == qp->req.fetched && !sroce_req_fetch_more(qp))
 			return;
 		wqe = sroce_swqe_at(qp, qp->req.next);
+		/* SQD starts nothing new, not even a WQE that is to fail. */
+		if (qp->state == IB_QPS_SQD && !wqe->started) {
+			sroce_req_solicit_ack(qp);
+			return;
+		}
 		if (wqe->status) {
 			/* Fails once everything before it has completed. */
 			if (qp->req.next == sq->cons)

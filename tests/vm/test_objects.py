@@ -122,6 +122,7 @@ BREADTH_CHECKS = (
     "qp_access_flags_relaxed_ordering_accepted", "path_mig_state_migrated_accepted",
     "srq_limit_at_create_ignored",
     "sqd_rc_drains_and_resumes", "sqd_uc_drains_and_resumes", "sqd_notify_only_when_asked",
+    "sqd_bad_wqe_waits_for_rts",
     "comm_est_rc_once_in_rtr", "comm_est_uc_once_in_rtr",
     "resp_write_bad_rkey_access_err_event", "resp_misaligned_atomic_req_err_event",
     "resp_send_too_long_no_event",

@@ -2340,11 +2340,52 @@ void sqd_notify_only_when_asked(Env &e)
 	check(name, r.why.empty(), r.why);
 }
 
+/*
+ * SQD starts no new WQE, not even one that is to fail: a SEND whose SGEs add
+ * up to 4 GiB (a local length error when the requester takes it up), posted
+ * to a drained RC QP in SQD, leaves the QP in SQD without a completion; back
+ * in RTS it completes with IBV_WC_LOC_LEN_ERR and the QP enters ERR.
+ */
+void sqd_bad_wqe_waits_for_rts(Env &e)
+{
+	const char *name = "sqd_bad_wqe_waits_for_rts";
+	Pair p;
+	if (!make_side(e, p.a, IBV_QPT_RC) || !make_side(e, p.b, IBV_QPT_RC) ||
+	    !rc_connect(e, p.a, p.b.qp->qp_num) || !rc_connect(e, p.b, p.a.qp->qp_num))
+		return setup_failed(name, p);
+	SqdRun r{e, p.a, e.mr, reinterpret_cast<uint8_t *>(e.buf),
+		 reinterpret_cast<uint8_t *>(e.buf) + kRecvOff, {}};
+	r.to_sqd();
+	r.wait_drained();
+	struct ibv_sge sg[2] = {{reinterpret_cast<uintptr_t>(e.buf), 0x80000000u, e.mr->lkey},
+				{reinterpret_cast<uintptr_t>(e.buf), 0x80000000u, e.mr->lkey}};
+	struct ibv_send_wr wr = {}, *bad = nullptr;
+	wr.wr_id = 0;
+	wr.sg_list = sg;
+	wr.num_sge = 2;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	if (r.why.empty() && ibv_post_send(p.a.qp, &wr, &bad))
+		r.why = "post: " + errno_text(errno);
+	r.none_in_sqd();
+	r.draining();		/* still SQD */
+	r.to_rts();
+	struct ibv_wc wc;
+	if (r.why.empty() && !wait_wc(p.a.scq, &wc))
+		r.why = "no completion back in RTS";
+	else if (r.why.empty() && wc.status != IBV_WC_LOC_LEN_ERR)
+		r.why = "completion back in RTS: " + wc_text(wc);
+	if (r.why.empty() && wait_err(p.a.qp) != IBV_QPS_ERR)
+		r.why = "QP not in ERR after the length error";
+	r.finish(name, p);
+}
+
 void sqd(Env &e)
 {
 	sqd_rc(e);
 	sqd_uc(e);
 	sqd_notify_only_when_asked(e);
+	sqd_bad_wqe_waits_for_rts(e);
 }
 
 /*
