@@ -400,6 +400,35 @@ static int sroce_lower_dev(struct net_device *lower,
 	return w->found > 1;	/* a second one: stop */
 }
 
+static int sroce_lower_vlan(struct net_device *lower,
+			    struct netdev_nested_priv *priv)
+{
+	u16 *vid = priv->data;
+
+	if (!is_vlan_dev(lower))
+		return 0;
+	*vid = vlan_dev_vlan_id(lower);
+	return 1;
+}
+
+/*
+ * The VLAN of a packet that arrived on @ndev (or that leaves through it):
+ * @ndev's own VLAN id, or that of the first VLAN netdev below it (a macvlan
+ * on a VLAN), as ib_core finds a GID's (rdma_read_gid_l2_fields());
+ * SROCE_NO_VLAN for none. RCU.
+ */
+u16 sroce_vlan_of_rcu(struct net_device *ndev)
+{
+	struct netdev_nested_priv priv;
+	u16 vid = SROCE_NO_VLAN;
+
+	if (is_vlan_dev(ndev))
+		return vlan_dev_vlan_id(ndev);
+	priv.data = &vid;
+	netdev_walk_all_lower_dev_rcu(ndev, sroce_lower_vlan, &priv);
+	return vid;
+}
+
 /*
  * The sroce device of a packet that arrived on @ndev, one of our netdevs'
  * upper devices (a VLAN, a macvlan or ipvlan, a bridge, a bond): ib_core
@@ -758,6 +787,9 @@ int sroce_tx_send(struct sroce_dev *sdev, const struct sroce_av *av, u16 sport,
 	sroce_icrc_put(ip + len - SROCE_ICRC_LEN, icrc);
 
 	if (av->loopback) {
+		struct net_device *gid_ndev;
+		u16 vid = SROCE_NO_VLAN;
+
 		if (skb_queue_len(&sdev->lo_queue) >= SROCE_LO_QUEUE_MAX) {
 			sroce_cnt_inc(sdev, SROCE_CNT_TX_ERR);
 			kfree_skb(skb);
@@ -766,6 +798,18 @@ int sroce_tx_send(struct sroce_dev *sdev, const struct sroce_av *av, u16 sport,
 		if (av->ipver == 4)
 			ip_send_check((struct iphdr *)ip);
 		skb->dev = sdev->ndev;
+		/*
+		 * A GID of a VLAN: the receiving end reports the VLAN in UD
+		 * completions, as for a packet that came in through it.
+		 */
+		rcu_read_lock();
+		gid_ndev = av->ifindex ?
+			   dev_get_by_index_rcu(sdev->net, av->ifindex) : NULL;
+		if (gid_ndev)
+			vid = sroce_vlan_of_rcu(gid_ndev);
+		rcu_read_unlock();
+		if (vid != SROCE_NO_VLAN)
+			__vlan_hwaccel_put_tag(skb, htons(ETH_P_8021Q), vid);
 		sroce_tx_account(tp);
 		skb_queue_tail(&sdev->lo_queue, skb);
 		tasklet_schedule(&sdev->lo_tasklet);

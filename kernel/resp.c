@@ -53,6 +53,7 @@
  */
 
 #include <linux/highmem.h>
+#include <linux/if_vlan.h>
 #include <linux/slab.h>
 
 #include "sroce.h"
@@ -515,6 +516,7 @@ void sroce_resp_reset_locked(struct sroce_qp *qp)
 	qp->resp.err_event = false;
 	qp->resp.comm_est = false;
 	qp->resp.epsn = 0;
+	qp->resp.rd_run = false;
 	qp->resp.msn = 0;
 	qp->resp.xsrqn = 0;
 	qp->resp.xsrq_gen = 0;
@@ -721,6 +723,7 @@ static void sroce_resp_ud(struct sroce_qp *qp, const struct sk_buff *skb,
 	struct ib_wc wc;
 	u8 grh[40] = {};
 	int st, err;
+	u16 vid;
 
 	sroce_deth_decode(ip + pkt->hdr_off[SROCE_HDR_DETH], &deth);
 	if (deth.qkey != qp->qkey) {
@@ -772,6 +775,19 @@ static void sroce_resp_ud(struct sroce_qp *qp, const struct sk_buff *skb,
 	if (pkt->hdr_off[SROCE_HDR_IMMDT]) {
 		wc.wc_flags |= IB_WC_WITH_IMM;
 		wc.ex.imm_data = sroce_imm(ip + pkt->hdr_off[SROCE_HDR_IMMDT]);
+	}
+	/*
+	 * The VLAN it came through: ib_core matches it against the GID's
+	 * (ib_init_ah_attr_from_wc()), so rdma_cm's answers to a request on
+	 * a VLAN address need it. Loopback packets carry it as a tag.
+	 */
+	rcu_read_lock();
+	vid = skb_vlan_tag_present(skb) ? skb_vlan_tag_get_id(skb) :
+	      skb->dev ? sroce_vlan_of_rcu(skb->dev) : SROCE_NO_VLAN;
+	rcu_read_unlock();
+	if (vid != SROCE_NO_VLAN) {
+		wc.wc_flags |= IB_WC_WITH_VLAN;
+		wc.vlan_id = vid;
 	}
 	sroce_rwqe_complete(qp, &wc, sroce_bth_se(bth));
 }
@@ -855,10 +871,13 @@ static bool sroce_read_job_run(struct sroce_qp *qp, unsigned int budget)
 
 /*
  * Start answering a READ of @len bytes at @va of region @rkey with responses
- * from @psn. Return a NAK code, or -1 when the job is set up.
+ * from @psn, numbered (FIRST, MIDDLE, LAST, ONLY) as the responses of the
+ * request whose first response is @first: a READ asked for again from its
+ * middle goes on with MIDDLE and LAST, which rdma_rxe's requester insists
+ * on. Return a NAK code, or -1 when the job is set up.
  */
-static int sroce_read_start(struct sroce_qp *qp, u32 psn, u64 va, u32 rkey,
-			    u64 len)
+static int sroce_read_start(struct sroce_qp *qp, u32 first, u32 psn, u64 va,
+			    u32 rkey, u64 len)
 {
 	struct sroce_read_job *rj = &qp->resp.read;
 	u32 npkts;
@@ -879,7 +898,7 @@ static int sroce_read_start(struct sroce_qp *qp, u32 psn, u64 va, u32 rkey,
 	rj->va = va;
 	rj->left = len;
 	rj->psn = psn;
-	rj->first_psn = psn;
+	rj->first_psn = first;
 	rj->last_psn = sroce_psn_add(psn, npkts - 1);
 	return -1;
 }
@@ -981,8 +1000,30 @@ static void sroce_resp_dup_read(struct sroce_qp *qp, const u8 *ip,
 	off = (u64)sroce_psn_fwd(psn, r->first_psn) * qp->mtu;
 	if (off > r->len || (off == r->len && r->len))
 		return;
-	if (sroce_read_start(qp, psn, r->va + off, r->rkey, r->len - off) < 0)
+	if (sroce_read_start(qp, r->first_psn, psn, r->va + off, r->rkey,
+			     r->len - off) < 0)
 		sroce_read_kick(qp);
+}
+
+/*
+ * A READ or atomic from @first to @last has executed: epsn moves past it,
+ * and the run of them executed last grows or starts anew.
+ */
+static void sroce_resp_rd_done(struct sroce_qp *qp, u32 first, u32 last)
+{
+	if (!qp->resp.rd_run || qp->resp.rd_run_end != qp->resp.epsn)
+		qp->resp.rd_run_start = first;
+	qp->resp.rd_run = true;
+	qp->resp.epsn = sroce_psn_inc(last);
+	qp->resp.rd_run_end = qp->resp.epsn;
+}
+
+/* The PSN after the last one a duplicate SEND or WRITE's ACK may name. */
+static u32 sroce_resp_dup_ack_end(const struct sroce_qp *qp)
+{
+	if (qp->resp.rd_run && qp->resp.rd_run_end == qp->resp.epsn)
+		return qp->resp.rd_run_start;
+	return qp->resp.epsn;
 }
 
 /* A request with a PSN before epsn. */
@@ -1007,9 +1048,15 @@ static void sroce_resp_dup(struct sroce_qp *qp, const u8 *ip,
 		sroce_send_atomic_write_ack(qp, psn);
 		return;
 	default:
-		/* SEND, WRITE: acknowledge everything received so far. */
+		/*
+		 * SEND, WRITE: acknowledge everything received so far, up to
+		 * before the READs and atomics executed last: an ACK naming
+		 * one of their PSNs completes it, without its data, at an
+		 * rdma_rxe requester whose response was lost.
+		 */
 		if (sroce_bth_ackreq(bth) || (pkt->info->flags & SROCE_OPF_END))
-			sroce_send_ack(qp, sroce_psn_add(qp->resp.epsn, SROCE_PSN_MAX),
+			sroce_send_ack(qp, sroce_psn_add(sroce_resp_dup_ack_end(qp),
+							 SROCE_PSN_MAX),
 				       sroce_aeth_syn_ack(SROCE_AETH_CREDITS_INVALID));
 		return;
 	}
@@ -1184,7 +1231,7 @@ static void sroce_resp_read_op(struct sroce_qp *qp, const struct sroce_req_ctx *
 	int nak;
 
 	sroce_reth_decode(c->ip + c->pkt->hdr_off[SROCE_HDR_RETH], &reth);
-	nak = sroce_read_start(qp, c->psn, reth.va, reth.rkey, reth.len);
+	nak = sroce_read_start(qp, c->psn, c->psn, reth.va, reth.rkey, reth.len);
 	if (nak >= 0) {
 		sroce_resp_fatal(qp, c->psn, nak, IB_WC_SUCCESS);
 		return;
@@ -1200,7 +1247,7 @@ static void sroce_resp_read_op(struct sroce_qp *qp, const struct sroce_req_ctx *
 	};
 	sroce_msn_bump(qp);
 	qp->resp.in_msg = false;
-	qp->resp.epsn = sroce_psn_inc(qp->resp.read.last_psn);
+	sroce_resp_rd_done(qp, c->psn, qp->resp.read.last_psn);
 	sroce_read_kick(qp);
 }
 
@@ -1282,7 +1329,7 @@ static void sroce_resp_atomic_op(struct sroce_qp *qp, const struct sroce_req_ctx
 	};
 	sroce_msn_bump(qp);
 	qp->resp.in_msg = false;
-	qp->resp.epsn = sroce_psn_inc(c->psn);
+	sroce_resp_rd_done(qp, c->psn, c->psn);
 	sroce_send_atomic_ack(qp, c->psn, val);
 }
 

@@ -594,7 +594,7 @@ struct sroce_read_job {
 	u64			va;
 	u32			left;		/* bytes still to send */
 	u32			psn;		/* of the next response */
-	u32			first_psn;
+	u32			first_psn;	/* of the request's first response */
 	u32			last_psn;
 };
 
@@ -707,6 +707,14 @@ struct sroce_resp_info {
 	struct sroce_rd_res	*res;		/* max_dest_rd_atomic entries */
 	u32			nres;
 	u32			res_next;
+	/*
+	 * The run of READs and atomics executed last, [rd_run_start, epsn)
+	 * while epsn is still rd_run_end: an ACK of a duplicate must not
+	 * name their PSNs (sroce_resp_dup()).
+	 */
+	bool			rd_run;
+	u32			rd_run_start;
+	u32			rd_run_end;
 	struct sroce_read_job	read;		/* READ being answered */
 	struct sk_buff_head	backlog;	/* requests behind that READ */
 	struct delayed_work	work;		/* continues READ, backlog */
@@ -900,6 +908,8 @@ static inline enum sroce_transport sroce_qp_transport(const struct sroce_qp *qp)
 void sroce_dealloc_driver(struct ib_device *ibdev);
 
 struct sroce_dev *sroce_dev_by_ndev_rcu(const struct net_device *ndev);
+#define SROCE_NO_VLAN	0xffff
+u16 sroce_vlan_of_rcu(struct net_device *ndev);
 void sroce_forget_devs(const struct net *net);
 
 /* icrc.c: sroce_crc32_le() (include/sroce/icrc.h) picks its CRC-32 here */

@@ -545,6 +545,70 @@ def test_n_duplicate_read_must_match_the_original(net, victims):
     c.done()
 
 
+def responses(cap):
+    """(opcode, PSN) of the packets a capture holds, as integers."""
+    return [(int(op), int(psn)) for op, psn in
+            cap.fields(["infiniband.bth.opcode", "infiniband.bth.psn"]) if op and psn]
+
+
+ACK, READ_FIRST, READ_MIDDLE, READ_LAST, READ_ONLY = 0x11, 0x0d, 0x0e, 0x0f, 0x10
+
+
+def test_q_duplicate_write_ack_names_no_read(net, victims):
+    """The peer's WRITE (PSN p), a READ (p + 1), then the WRITE again, as a
+    requester resends after losing the ACK and the READ's response: the
+    duplicate's ACK names p, not p + 1. An ACK naming the READ's PSN completes
+    the READ, without its data, at an rdma_rxe requester (rxe_comp.c), which is
+    what rdma_rxe's own responder avoids."""
+    g0, g1, _, _ = net
+    c = Checks("the ACK of a duplicate WRITE after a READ")
+    v = start(victims, g0, "q", "rc", g1.ip4, ["wait /tmp/hv-q-go", "state", "exit"])
+    p = v.rq_psn
+    with Capture(g1, bpf="udp dst port 4791 and src host %s" % g0.ip4, count=100) as cap:
+        for mode, psn in (("rc_write_only", p), ("read_req", p + 1), ("rc_write_only", p)):
+            attack(g1, g0, mode, 1, v, psn)
+            time.sleep(0.5)
+    rows = responses(cap)
+    v.go()
+    out = v.finish()
+    c.note("captured (opcode, psn): %s" % rows)
+    c.note(out.strip())
+    after_read = rows[[op for op, _ in rows].index(READ_ONLY) + 1:] \
+        if READ_ONLY in [op for op, _ in rows] else []
+    c.expect((READ_ONLY, p + 1) in rows, "no READ response for PSN %d" % (p + 1))
+    c.expect(after_read == [(ACK, p)],
+             "after the READ response %s, want one ACK for PSN %d" % (after_read, p))
+    c.expect(states(out) == ["RTS"], "QP state %s, not RTS" % states(out))
+    c.done()
+
+
+def test_r_read_asked_again_from_its_middle_goes_on_with_middle(net, victims):
+    """The peer's 4 KiB READ (four responses at path MTU 1024: FIRST, MIDDLE,
+    MIDDLE, LAST), then the same READ asked for again from its third
+    response (PSN p + 2, va and length moved up), as a requester that lost
+    it: the responses go on as MIDDLE and LAST, numbered as the original's
+    (rdma_rxe's requester takes FIRST only at a READ's first PSN)."""
+    g0, g1, _, _ = net
+    c = Checks("a READ asked for again from its middle")
+    v = start(victims, g0, "r", "rc", g1.ip4, ["wait /tmp/hv-r-go", "state", "exit"])
+    p = v.rq_psn
+    with Capture(g1, bpf="udp dst port 4791 and src host %s" % g0.ip4, count=100) as cap:
+        attack(g1, g0, "read_req", 1, v, p, extra="--len 4096")
+        time.sleep(0.5)
+        attack(g1, g0, "read_req", 1, v, p + 2, extra="--va %d --len 2048" % (v.va + 2048))
+        time.sleep(0.5)
+    rows = responses(cap)
+    v.go()
+    out = v.finish()
+    c.note("captured (opcode, psn): %s" % rows)
+    c.note(out.strip())
+    want = [(READ_FIRST, p), (READ_MIDDLE, p + 1), (READ_MIDDLE, p + 2), (READ_LAST, p + 3),
+            (READ_MIDDLE, p + 2), (READ_LAST, p + 3)]
+    c.expect(rows == want, "responses %s, want %s" % (rows, want))
+    c.expect(states(out) == ["RTS"], "QP state %s, not RTS" % states(out))
+    c.done()
+
+
 # longer than the victim's path MTU, short enough for the rig's 1500-byte link
 OVER_MTU = MTU + 256
 

@@ -26,7 +26,8 @@ import time
 import pytest
 
 from bottleneck import counters
-from guestrdma import both_ok, client_server, cm_listening, perftest_clock_failed
+from guestrdma import (both_ok, client_server, cm_listening, gid_index, perftest_clock_failed,
+                       wait_for)
 from pairs import pair  # noqa: F401 (pair is a fixture)
 
 TIMEOUT = 120
@@ -149,6 +150,53 @@ def test_rping(cm, family, size):
     assert "mismatch" not in c.out + c.err, "client: data mismatch: %r" % c
     check_pings("client", c, "ping data: ", size, RPING_COUNT)
     check_pings("server", s, "server ping data: ", size, RPING_COUNT)
+
+
+VLAN_ADDRS = ("10.96.0.1", "10.96.0.2")     # server, client on eth0.11
+
+
+def _has_gid(g, dev, a):
+    try:
+        return gid_index(g, dev, addr=a) >= 0
+    except AssertionError:
+        return False
+
+
+def test_rping_over_vlan(cm):
+    """rping between the guests' addresses on a VLAN of eth0 (the device stays
+    on eth0; ib_core puts the VLAN's addresses into its GID table), then
+    within the server's guest (loopback) to its own VLAN address. rdma_cm's
+    connection request arrives on QP1 through the VLAN, and ib_core answers
+    it only if the receive completion names that VLAN (it matches the GID's);
+    without it the request is dropped and the client gives up."""
+    sides = (cm.server, cm.client)
+    size = 4096
+    try:
+        for side, a in zip(sides, VLAN_ADDRS):
+            side.guest.check("modprobe 8021q && ip link add link eth0 name eth0.11 type vlan "
+                             "id 11 && ip addr add %s/24 dev eth0.11 && ip link set eth0.11 up"
+                             % a)
+        for side, a in zip(sides, VLAN_ADDRS):
+            wait_for(lambda side=side, a=a: _has_gid(side.guest, side.dev, a), timeout=30,
+                     what="%s: the VLAN address's GID on %s" % (side.guest.name, side.dev))
+        wait_for(lambda: cm.client.guest.run("ping -c1 -W1 %s" % VLAN_ADDRS[0]).ok,
+                 timeout=30, what="ping over the VLAN")
+        flags = "-p %d -v -C %d -S %d" % (RPING_PORT, RPING_COUNT, size)
+        srv = "rping -s -a %s %s" % (VLAN_ADDRS[0], flags)
+        cli = "rping -c -a %s -V %s" % (VLAN_ADDRS[0], flags)
+        s, c = cm_client_server(cm, srv, cli, RPING_PORT)
+        both_ok(s, c)
+        check_pings("client", c, "ping data: ", size, RPING_COUNT)
+        check_pings("server", s, "server ping data: ", size, RPING_COUNT)
+        g = cm.server.guest
+        s, c = client_server(g, srv, g, cli, port=RPING_PORT, timeout=TIMEOUT,
+                             listen_timeout=30,
+                             is_listening=lambda gg, p: cm_listening(gg, p, cm.server.dev))
+        both_ok(s, c)
+        check_pings("loopback client", c, "ping data: ", size, RPING_COUNT)
+    finally:
+        for side in sides:
+            side.guest.run("ip link del eth0.11 2>/dev/null; true")
 
 
 # ------------------------------------------------------------ ucmatose, udaddy
