@@ -512,7 +512,9 @@ static void sroce_cc_cnp_out(struct sroce_qp *qp, const struct sroce_av *av,
 	tp.bth[4] = SROCE_BTH_BECN;
 	tp.tos = sroce_cc(sdev, SROCE_CC_NP_CNP_DSCP) << 2;	/* Not-ECT */
 	tp.prio = sroce_cc(sdev, SROCE_CC_NP_CNP_PRIO);
-	if (sroce_tx_send(sdev, av, qp->sport, &tp))
+	/* A UD QP has no sport of its own: per destination, as its sends. */
+	if (sroce_tx_send(sdev, av, qp->sport ? qp->sport :
+			  rdma_get_udp_sport(0, qp->ibqp.qp_num, dqpn), &tp))
 		return;
 	atomic64_inc(&qp->cc.cnp_sent);
 	sroce_cnt_inc(sdev, SROCE_CNT_NP_CNP_SENT);

@@ -128,18 +128,25 @@ def test_ce_marks_make_cnps_that_cut_the_rate(sroce_pair, defaults_after):
 def test_ud_ce_marks_make_cnps(sroce_pair, defaults_after):
     """UD: a CE-marked packet makes the receiving UD QP send a CNP to the source
     QP of the packet (DETH) at its source address; the sending UD QP takes it
-    and cuts its rate. Every CNP that arrives finds its QP."""
+    and cuts its rate. Every CNP that arrives finds its QP. The CNPs leave
+    from a UDP source port in RoCE v2's range (a UD QP has none of its own;
+    port 0 is reserved)."""
     srv, cli = sroce_pair.server, sroce_pair.client
     _resolve_then_netem(cli.guest, srv.guest.ip4, "eth0", "loss 20% ecn")
     b0, b1 = counters(srv.guest, srv.dev), counters(cli.guest, cli.dev)
     cmd = "ib_send_bw -d %s -i 1 -x %d -F -c UD -s 512 -n 3000 %s"
     try:
-        s, c = client_server(srv.guest, cmd % (srv.dev, srv.gid["ipv4"], ""),
-                             cli.guest, cmd % (cli.dev, cli.gid["ipv4"], srv.guest.ip4),
-                             timeout=TIMEOUT)
+        with Capture(cli.guest, bpf="udp dst port 4791 and src host %s" % srv.guest.ip4,
+                     count=2000) as cap:
+            s, c = client_server(srv.guest, cmd % (srv.dev, srv.gid["ipv4"], ""),
+                                 cli.guest, cmd % (cli.dev, cli.gid["ipv4"], srv.guest.ip4),
+                                 timeout=TIMEOUT)
     finally:
         cli.guest.run("tc qdisc del dev eth0 root")
     assert c.ok and s.ok, (s, c)
+    cnp_ports = [int(p) for op, p in cap.fields(["infiniband.bth.opcode", "udp.srcport"])
+                 if op == "129"]
+    assert cnp_ports and all(0xc000 <= p <= 0xffff for p in cnp_ports), cnp_ports[:20]
     a0, a1 = counters(srv.guest, srv.dev), counters(cli.guest, cli.dev)
     d0 = {k: delta(b0, a0, k) for k in a0}
     d1 = {k: delta(b1, a1, k) for k in a1}
