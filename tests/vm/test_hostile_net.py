@@ -459,6 +459,26 @@ def test_i_read_response_longer_than_asked(net, victims):
     c.done()
 
 
+def requester(victims, net, tag, posts, poll_ms, extra):
+    """A victim that posts posts (READs at a made-up remote address), then,
+    once told to go, polls for poll_ms and reports its QP's state."""
+    g0, g1 = net[:2]
+    v = start(victims, g0, tag, "rc", g1.ip4,
+              posts + ["touch /tmp/hv-%s-sent" % tag, "wait /tmp/hv-%s-go" % tag,
+                       "poll %d" % poll_ms, "state", "exit"],
+              extra=extra + " --remote-va 0x10000 --remote-rkey 0x1234")
+    v.wait_file("sent")
+    return v
+
+
+def finish_requester(v, c):
+    """Let a requester() victim poll: its output and completions."""
+    v.go()
+    out = v.finish(60)
+    c.note(out.strip())
+    return out, completions(out)
+
+
 def test_o_acked_send_behind_a_lost_read_response_completes(net, victims):
     """A READ (PSN p) and a SEND (p + 1) behind it; the peer's ACK for p + 1
     comes first, as when the READ's response was lost, then the response of
@@ -467,17 +487,10 @@ def test_o_acked_send_behind_a_lost_read_response_completes(net, victims):
     fail with retry exceeded (retry_cnt 1, timeout 1.1 s)."""
     g0, g1, _, _ = net
     c = Checks("an acknowledged SEND behind a READ whose response was lost")
-    v = start(victims, g0, "o", "rc", g1.ip4,
-              ["read 64", "send 1", "touch /tmp/hv-o-sent", "wait /tmp/hv-o-go",
-               "poll 4000", "state", "exit"],
-              extra="--timeout 18 --retry 1 --remote-va 0x10000 --remote-rkey 0x1234")
-    v.wait_file("sent")
+    v = requester(victims, net, "o", ["read 64", "send 1"], 4000, "--timeout 18 --retry 1")
     attack(g1, g0, "ack", 1, v, v.sq_psn + 1)
     attack(g1, g0, "read_resp_long", 1, v, v.sq_psn, extra="--payload-len 64")
-    v.go()
-    out = v.finish(60)
-    c.note(out.strip())
-    wcs = completions(out)
+    out, wcs = finish_requester(v, c)
     c.expect(wcs == [("IBV_WC_SUCCESS", "RDMA_READ"), ("IBV_WC_SUCCESS", "SEND")],
              "completions %s, want the READ's and the SEND's success" % wcs)
     c.expect(states(out) == ["RTS"], "QP state %s, not RTS" % states(out))
@@ -491,17 +504,10 @@ def test_p_bad_response_behind_the_oldest_fails_when_it_is_reached(net, victims)
     ERR), not one ACK timeout (4.3 s) later."""
     g0, g1, _, _ = net
     c = Checks("a bad READ response behind the oldest READ")
-    v = start(victims, g0, "p", "rc", g1.ip4,
-              ["read 1024", "read 64", "touch /tmp/hv-p-sent", "wait /tmp/hv-p-go",
-               "poll 2000", "state", "exit"],
-              extra="--timeout 20 --retry 7 --remote-va 0x10000 --remote-rkey 0x1234")
-    v.wait_file("sent")
+    v = requester(victims, net, "p", ["read 1024", "read 64"], 2000, "--timeout 20 --retry 7")
     attack(g1, g0, "read_resp_long", 1, v, v.sq_psn + 1, extra="--payload-len 32")
     attack(g1, g0, "read_resp_long", 1, v, v.sq_psn, extra="--payload-len 1024")
-    v.go()
-    out = v.finish(60)
-    c.note(out.strip())
-    wcs = completions(out)
+    out, wcs = finish_requester(v, c)
     c.expect(wcs[:2] == [("IBV_WC_SUCCESS", "RDMA_READ"), ("IBV_WC_BAD_RESP_ERR", "RDMA_READ")],
              "completions %s, want the first READ's success and the second's BAD_RESP" % wcs)
     c.expect(states(out) == ["ERR"], "QP state %s, not ERR" % states(out))
@@ -554,25 +560,36 @@ def responses(cap):
 ACK, READ_FIRST, READ_MIDDLE, READ_LAST, READ_ONLY = 0x11, 0x0d, 0x0e, 0x0f, 0x10
 
 
-def test_q_duplicate_write_ack_names_no_read(net, victims):
-    """The peer's WRITE (PSN p), a READ (p + 1), then the WRITE again, as a
-    requester resends after losing the ACK and the READ's response: the
-    duplicate's ACK names p, not p + 1. An ACK naming the READ's PSN completes
-    the READ, without its data, at an rdma_rxe requester (rxe_comp.c), which is
-    what rdma_rxe's own responder avoids."""
-    g0, g1, _, _ = net
-    c = Checks("the ACK of a duplicate WRITE after a READ")
-    v = start(victims, g0, "q", "rc", g1.ip4, ["wait /tmp/hv-q-go", "state", "exit"])
-    p = v.rq_psn
+def answers(net, victims, c, tag, steps):
+    """A responder victim in guest 0; guest 1 sends it steps, (pktgen mode, PSN
+    offset from its rq_psn, extra arguments; "--va +N" is N past its MR's va),
+    half a second apart, and captures what guest 0 sends back: (the victim's
+    rq_psn, [(opcode, PSN)], the victim's output)."""
+    g0, g1 = net[:2]
+    v = start(victims, g0, tag, "rc", g1.ip4, ["wait /tmp/hv-%s-go" % tag, "state", "exit"])
     with Capture(g1, bpf="udp dst port 4791 and src host %s" % g0.ip4, count=100) as cap:
-        for mode, psn in (("rc_write_only", p), ("read_req", p + 1), ("rc_write_only", p)):
-            attack(g1, g0, mode, 1, v, psn)
+        for mode, offset, extra in steps:
+            extra = re.sub(r"--va \+(\d+)", lambda m: "--va %d" % (v.va + int(m.group(1))),
+                           extra)
+            attack(g1, g0, mode, 1, v, v.rq_psn + offset, extra=extra)
             time.sleep(0.5)
     rows = responses(cap)
     v.go()
     out = v.finish()
     c.note("captured (opcode, psn): %s" % rows)
     c.note(out.strip())
+    return v.rq_psn, rows, out
+
+
+def test_q_duplicate_write_ack_names_no_read(net, victims):
+    """The peer's WRITE (PSN p), a READ (p + 1), then the WRITE again, as a
+    requester resends after losing the ACK and the READ's response: the
+    duplicate's ACK names p, not p + 1. An ACK naming the READ's PSN completes
+    the READ, without its data, at an rdma_rxe requester (rxe_comp.c), which is
+    what rdma_rxe's own responder avoids."""
+    c = Checks("the ACK of a duplicate WRITE after a READ")
+    p, rows, out = answers(net, victims, c, "q", [("rc_write_only", 0, ""), ("read_req", 1, ""),
+                                                  ("rc_write_only", 0, "")])
     after_read = rows[[op for op, _ in rows].index(READ_ONLY) + 1:] \
         if READ_ONLY in [op for op, _ in rows] else []
     c.expect((READ_ONLY, p + 1) in rows, "no READ response for PSN %d" % (p + 1))
@@ -588,20 +605,9 @@ def test_r_read_asked_again_from_its_middle_goes_on_with_middle(net, victims):
     response (PSN p + 2, va and length moved up), as a requester that lost
     it: the responses go on as MIDDLE and LAST, numbered as the original's
     (rdma_rxe's requester takes FIRST only at a READ's first PSN)."""
-    g0, g1, _, _ = net
     c = Checks("a READ asked for again from its middle")
-    v = start(victims, g0, "r", "rc", g1.ip4, ["wait /tmp/hv-r-go", "state", "exit"])
-    p = v.rq_psn
-    with Capture(g1, bpf="udp dst port 4791 and src host %s" % g0.ip4, count=100) as cap:
-        attack(g1, g0, "read_req", 1, v, p, extra="--len 4096")
-        time.sleep(0.5)
-        attack(g1, g0, "read_req", 1, v, p + 2, extra="--va %d --len 2048" % (v.va + 2048))
-        time.sleep(0.5)
-    rows = responses(cap)
-    v.go()
-    out = v.finish()
-    c.note("captured (opcode, psn): %s" % rows)
-    c.note(out.strip())
+    p, rows, out = answers(net, victims, c, "r", [("read_req", 0, "--len 4096"),
+                                                  ("read_req", 2, "--len 2048 --va +2048")])
     want = [(READ_FIRST, p), (READ_MIDDLE, p + 1), (READ_MIDDLE, p + 2), (READ_LAST, p + 3),
             (READ_MIDDLE, p + 2), (READ_LAST, p + 3)]
     c.expect(rows == want, "responses %s, want %s" % (rows, want))

@@ -2207,6 +2207,25 @@ struct SqdRun {
 	}
 };
 
+/* An SqdRun of side s, WRITEs from e.buf to e.buf + kRecvOff. */
+SqdRun sqd_run_in_buf(Env &e, Side &s)
+{
+	return SqdRun{e, s, e.mr, reinterpret_cast<uint8_t *>(e.buf),
+		      reinterpret_cast<uint8_t *>(e.buf) + kRecvOff, {}};
+}
+
+/*
+ * An RC pair whose a is connected to b (timeout 14: 67 ms, doubling, 7
+ * retries: seconds before RETRY_EXC) while b stays in INIT and drops what
+ * comes; rc_connect(e, p.b, ...) makes b ready.
+ */
+bool sqd_rc_pair(Env &e, Pair &p)
+{
+	return make_side(e, p.a, IBV_QPT_RC) && make_side(e, p.b, IBV_QPT_RC) &&
+	       rc_connect(e, p.a, p.b.qp->qp_num, 14, 7) &&
+	       !sroce_tool::qp_to_init(p.b.qp, loopback_path(e, IBV_QPT_RC, p.a.qp->qp_num));
+}
+
 /*
  * SQD (IBTA 10.3.1.4) on RC: WRITEs sent to a peer that is not ready yet
  * (INIT: it drops them) stay unacknowledged; moved to SQD with
@@ -2222,13 +2241,9 @@ void sqd_rc(Env &e)
 	static_assert((kFirst + kMore) * kLen <= kRecvOff, "source and destination overlap");
 	static_assert(2 * kRecvOff <= kBufSize, "buffer");
 	Pair p;
-	/* timeout 14 (67 ms, doubling), 7 retries: seconds before RETRY_EXC */
-	if (!make_side(e, p.a, IBV_QPT_RC) || !make_side(e, p.b, IBV_QPT_RC) ||
-	    !rc_connect(e, p.a, p.b.qp->qp_num, 14, 7) ||
-	    sroce_tool::qp_to_init(p.b.qp, loopback_path(e, IBV_QPT_RC, p.a.qp->qp_num)))
+	if (!sqd_rc_pair(e, p))
 		return setup_failed(name, p);
-	SqdRun r{e, p.a, e.mr, reinterpret_cast<uint8_t *>(e.buf),
-		 reinterpret_cast<uint8_t *>(e.buf) + kRecvOff, {}};
+	SqdRun r = sqd_run_in_buf(e, p.a);
 	std::memset(r.dst, 0, (kFirst + kMore) * kLen);
 	for (uint32_t i = 0; i < kFirst; i++)
 		r.post(i, i * kLen, kLen);
@@ -2311,12 +2326,9 @@ void sqd_notify_only_when_asked(Env &e)
 	const char *name = "sqd_notify_only_when_asked";
 	constexpr uint32_t kLen = 4096;
 	Pair p;
-	if (!make_side(e, p.a, IBV_QPT_RC) || !make_side(e, p.b, IBV_QPT_RC) ||
-	    !rc_connect(e, p.a, p.b.qp->qp_num, 14, 7) ||
-	    sroce_tool::qp_to_init(p.b.qp, loopback_path(e, IBV_QPT_RC, p.a.qp->qp_num)))
+	if (!sqd_rc_pair(e, p))
 		return setup_failed(name, p);
-	SqdRun r{e, p.a, e.mr, reinterpret_cast<uint8_t *>(e.buf),
-		 reinterpret_cast<uint8_t *>(e.buf) + kRecvOff, {}};
+	SqdRun r = sqd_run_in_buf(e, p.a);
 	std::memset(r.dst, 0, kLen);
 	r.post(0, 0, kLen);
 	r.to_sqd();
@@ -2353,8 +2365,7 @@ void sqd_bad_wqe_waits_for_rts(Env &e)
 	if (!make_side(e, p.a, IBV_QPT_RC) || !make_side(e, p.b, IBV_QPT_RC) ||
 	    !rc_connect(e, p.a, p.b.qp->qp_num) || !rc_connect(e, p.b, p.a.qp->qp_num))
 		return setup_failed(name, p);
-	SqdRun r{e, p.a, e.mr, reinterpret_cast<uint8_t *>(e.buf),
-		 reinterpret_cast<uint8_t *>(e.buf) + kRecvOff, {}};
+	SqdRun r = sqd_run_in_buf(e, p.a);
 	r.to_sqd();
 	r.wait_drained();
 	struct ibv_sge sg[2] = {{reinterpret_cast<uintptr_t>(e.buf), 0x80000000u, e.mr->lkey},
