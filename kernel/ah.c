@@ -63,6 +63,7 @@ int sroce_av_from_attr(struct sroce_dev *sdev, struct sroce_av *av,
 	const struct ib_global_route *grh;
 	const struct ib_gid_attr *sgid_attr;
 	struct net_device *ndev;
+	u16 vid;
 	bool s4, d4;
 
 	if (attr->type != RDMA_AH_ATTR_TYPE_ROCE ||
@@ -92,7 +93,10 @@ int sroce_av_from_attr(struct sroce_dev *sdev, struct sroce_av *av,
 	rcu_read_lock();
 	ndev = rdma_read_gid_attr_ndev_rcu(sgid_attr);
 	av->ifindex = IS_ERR(ndev) ? 0 : ndev->ifindex;
+	vid = IS_ERR(ndev) ? SROCE_NO_VLAN : sroce_vlan_of_rcu(ndev);
 	rcu_read_unlock();
+	av->vlan = vid != SROCE_NO_VLAN;
+	av->vlan_id = av->vlan ? vid : 0;
 	av->loopback = sroce_gid_is_local(sdev, &grh->dgid);
 	return 0;
 }

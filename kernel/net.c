@@ -787,9 +787,6 @@ int sroce_tx_send(struct sroce_dev *sdev, const struct sroce_av *av, u16 sport,
 	sroce_icrc_put(ip + len - SROCE_ICRC_LEN, icrc);
 
 	if (av->loopback) {
-		struct net_device *gid_ndev;
-		u16 vid = SROCE_NO_VLAN;
-
 		if (skb_queue_len(&sdev->lo_queue) >= SROCE_LO_QUEUE_MAX) {
 			sroce_cnt_inc(sdev, SROCE_CNT_TX_ERR);
 			kfree_skb(skb);
@@ -802,14 +799,9 @@ int sroce_tx_send(struct sroce_dev *sdev, const struct sroce_av *av, u16 sport,
 		 * A GID of a VLAN: the receiving end reports the VLAN in UD
 		 * completions, as for a packet that came in through it.
 		 */
-		rcu_read_lock();
-		gid_ndev = av->ifindex ?
-			   dev_get_by_index_rcu(sdev->net, av->ifindex) : NULL;
-		if (gid_ndev)
-			vid = sroce_vlan_of_rcu(gid_ndev);
-		rcu_read_unlock();
-		if (vid != SROCE_NO_VLAN)
-			__vlan_hwaccel_put_tag(skb, htons(ETH_P_8021Q), vid);
+		if (av->vlan)
+			__vlan_hwaccel_put_tag(skb, htons(ETH_P_8021Q),
+					       av->vlan_id);
 		sroce_tx_account(tp);
 		skb_queue_tail(&sdev->lo_queue, skb);
 		tasklet_schedule(&sdev->lo_tasklet);

@@ -468,6 +468,8 @@ struct sroce_av {
 	u32			flow_label;
 	int			ifindex;	/* the source GID's netdev: ours or a VLAN on it */
 	bool			loopback;	/* daddr is our own address */
+	bool			vlan;		/* that netdev lies on a VLAN: */
+	u16			vlan_id;	/* its id (sroce_vlan_of_rcu()) */
 };
 
 /*
