@@ -13,7 +13,6 @@ perftest verifies nothing; its tests check the exit status and that a result
 line was printed. A byte-verifying traffic test lives elsewhere.
 """
 import re
-import sys
 
 import pytest
 
@@ -37,6 +36,9 @@ PINGPONGS = [
     pytest.param("ibv_rc_pingpong", 1, id="rc-1"),
     pytest.param("ibv_rc_pingpong", 4096, id="rc-4096"),
     pytest.param("ibv_rc_pingpong", 65536, id="rc-65536"),
+    # -e: sleep in ibv_get_cq_event, one CQ for sends and receives, all of it
+    # polled after each event (completion events with rdma_rxe; EVENTS_LAT_WHY)
+    pytest.param("ibv_rc_pingpong -e", 4096, id="rc-events-4096"),
     pytest.param("ibv_uc_pingpong", 4096, id="uc-4096"),
     pytest.param("ibv_ud_pingpong", ud_size, id="ud-mtu"),
     pytest.param("ibv_srq_pingpong", 4096, id="srq-4096"),
@@ -75,8 +77,7 @@ PERFTEST = {
     "write_lat": ("ib_write_lat", "-s 2 -n %d" % ITERS, 2),
     "read_lat": ("ib_read_lat", "-s 2 -n %d" % ITERS, 2),
     # -e: completion events (a completion channel, ibv_req_notify_cq, sleeping in
-    # ibv_get_cq_event) instead of busy polling. perftest polls once per event, so it
-    # hangs if a reply overtakes the ACK of the request it answers
+    # ibv_get_cq_event) instead of busy polling. sroce-sroce only (EVENTS_LAT_WHY)
     "send_lat_events": ("ib_send_lat", "-e -s 2 -n %d" % ITERS, 2),
     "send_bw_events": ("ib_send_bw", "-e -s 65536 -n %d --report_gbits" % ITERS, 65536),
     "send_lat": ("ib_send_lat", "-s 2 -n %d" % ITERS, 2),
@@ -97,6 +98,20 @@ PERFTEST = {
     "read_lat_xrc": ("ib_read_lat", "-c XRC -s 2 -n %d" % ITERS, 2),
 }
 
+# Debian's perftest (4.5-0.17) puts the send and the receive CQ of ib_send_lat -e on
+# one completion channel, polls the CQ it expects once per event, whichever CQ the
+# event was for, and gives the send CQ one entry. An end that sees its peer's reply
+# before the ACK of its own request (the reply's event is taken in place of the
+# ACK's) leaves a send completion unpolled, the next one overflows the send CQ, its
+# event never comes and both ends wait for ever. sroce processes a QP's packets in
+# order and sends an owed ACK before a request of the same QP, so between two sroce
+# ends the ACK's completion always comes first. rdma_rxe runs its completer and its
+# responder as separate work items, which now and then run in the other order (seen
+# in 2 of 6 full runs, and at once with packet loss). Upstream perftest gives each CQ
+# its own channel since 2022. The ibv_rc_pingpong -e cases test events with rxe.
+EVENTS_LAT_WHY = ("perftest 4.5's ib_send_lat -e overflows its one-entry send CQ when "
+                  "rdma_rxe completes a reply before the ACK of the request (test_verbs.py)")
+
 # A result row: "#bytes #iterations" followed by numbers (bw: peak, average, msg rate;
 # lat: min, max, typical, average, stdev, percentiles).
 RESULT_ROW = r"^\s*%s\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+"
@@ -112,6 +127,8 @@ def test_perftest(pair, name):
         pytest.skip("rdma_rxe (Debian 6.1/6.12) has no on-demand paging")
     if "-c XRC" in flags and pair.kinds != ("sroce", "sroce"):
         pytest.skip("rdma_rxe (Debian 6.1/6.12) has no XRC")
+    if name == "send_lat_events" and pair.kinds != ("sroce", "sroce"):
+        pytest.skip(EVENTS_LAT_WHY)
     flags = flags.replace("{mtu}", str(pair.mtu))
     size = str(pair.mtu) if size == "{mtu}" else str(size)
     srv, cli = pair.server, pair.client
@@ -120,15 +137,6 @@ def test_perftest(pair, name):
         return "%s -d %s -i 1 -x %d -F %s %s" % (prog, side.dev, side.gid["ipv4"], flags, host)
     s, c = client_server(srv.guest, cmd(srv), cli.guest, cmd(cli, srv.guest.ip4),
                          timeout=TIMEOUT)
-    if name == "send_lat_events" and s.rc == 124 and c.rc == 124:
-        # Both ends stuck waiting for a completion event, neither process in
-        # the kernel: seen in 2 of about 6 full runs, only with an sroce
-        # server and an rdma_rxe client; not yet explained (issue 11's note).
-        # It runs once more, and says so; a second hang fails the test.
-        sys.stderr.write("\n%s: both ends waited for an event until the timeout; running "
-                         "once more\n%r\n%r\n" % (name, s, c))
-        s, c = client_server(srv.guest, cmd(srv), cli.guest, cmd(cli, srv.guest.ip4),
-                             timeout=TIMEOUT)
     both_ok(s, c)
     assert re.search(RESULT_ROW % size, c.out, re.M), "client printed no result line: %r" % c
 
