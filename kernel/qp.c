@@ -466,6 +466,10 @@ void sroce_qp_error_locked(struct sroce_qp *qp)
 		qp->resp.err_event = false;
 		sroce_qp_event(qp, qp->resp.err_event_type);
 	}
+	if (qp->req.cq_lost) {
+		qp->req.cq_lost = false;
+		sroce_qp_event(qp, IB_EVENT_QP_FATAL);
+	}
 	if (!was_err && qp->srq)
 		sroce_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
 }
@@ -482,9 +486,10 @@ void sroce_qp_error(struct sroce_qp *qp)
 
 /*
  * Deferred work of the error state: a fatal error the responder found
- * (err_pending), or receives posted to a kernel QP in ERR from a context
- * that cannot flush. A QP reset (and maybe re-connected) since the error
- * was found has err_pending clear and is left alone.
+ * (err_pending), a send completion the CQ could not take (req.cq_lost), or
+ * receives posted to a kernel QP in ERR from a context that cannot flush.
+ * A QP reset (and maybe re-connected) since the error was found has both
+ * flags clear and is left alone.
  */
 static void sroce_err_work(struct work_struct *work)
 {
@@ -492,7 +497,8 @@ static void sroce_err_work(struct work_struct *work)
 
 	spin_lock_bh(&qp->sq_lock);
 	spin_lock(&qp->rq_lock);
-	if (!qp->dead && (qp->resp.err_pending || qp->state == IB_QPS_ERR))
+	if (!qp->dead && (qp->resp.err_pending || qp->req.cq_lost ||
+			  qp->state == IB_QPS_ERR))
 		sroce_qp_error_locked(qp);
 	spin_unlock(&qp->rq_lock);
 	spin_unlock_bh(&qp->sq_lock);

@@ -84,7 +84,18 @@ static void sroce_send_cqe(struct sroce_qp *qp, struct sroce_swqe *wqe,
 		.port_num = SROCE_PORT,
 	};
 
-	sroce_cq_post(qp->scq, &wc, false);
+	/*
+	 * A full or overrun CQ (IBTA C9-218, C11-37): the QP goes to ERR with
+	 * a fatal event and sends no more; err_work moves it (the callers
+	 * walk the send queue). Flushes happen in ERR already.
+	 */
+	if (sroce_cq_post(qp->scq, &wc, false) && status != IB_WC_WR_FLUSH_ERR &&
+	    !qp->req.cq_lost) {
+		sroce_qp_dbg(qp, "send CQ overrun, QP to ERR\n");
+		qp->req.cq_lost = true;
+		if (!qp->dead)
+			queue_work(system_highpri_wq, &qp->err_work);
+	}
 }
 
 /*
@@ -398,6 +409,7 @@ void sroce_req_reset_locked(struct sroce_qp *qp)
 	del_timer(&qp->req.fetch_timer);
 	qp->req.fetch_deferred = false;
 	qp->req.ack_owed = false;
+	qp->req.cq_lost = false;
 	qp->comp.retry_shift = 0;	/* a new connection's timer starts unbacked-off */
 	if (!sq->hdr)
 		return;
@@ -1067,7 +1079,8 @@ static void __sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 		struct sroce_swqe *wqe;
 
 		/* A completion on the way can have failed a later WQE. */
-		if (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD)
+		if ((qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD) ||
+		    qp->req.cq_lost)
 			return;
 		if (qp->req.next == qp->req.fetched && !sroce_req_fetch_more(qp))
 			return;

@@ -387,19 +387,22 @@ static void sroce_rq_broken_event(struct sroce_qp *qp)
 /*
  * Complete the receive WQE in use (qp->resp.rwqe) with @wc, which names the
  * status, opcode, length and flags; wr_id, QP and port are filled in here.
- * The WQE is used up.
+ * The WQE is used up. Return false if the CQ could not take the completion
+ * (full or overrun): the caller ends the QP (sroce_resp_cq_lost()).
  */
-static void sroce_rwqe_complete(struct sroce_qp *qp, struct ib_wc *wc,
+static bool sroce_rwqe_complete(struct sroce_qp *qp, struct ib_wc *wc,
 				bool solicited)
 {
 	struct sroce_cq *cq = sroce_resp_cq(qp);
+	int err = 0;
 
 	wc->wr_id = qp->resp.rwqe->wr_id;
 	wc->qp = &qp->ibqp;
 	wc->port_num = SROCE_PORT;
 	if (cq)
-		sroce_cq_post(cq, wc, solicited);
+		err = sroce_cq_post(cq, wc, solicited);
 	qp->resp.rwqe_valid = false;
+	return !err;
 }
 
 /* Complete the receive WQE @wr_id with IB_WC_WR_FLUSH_ERR. */
@@ -567,6 +570,23 @@ static void sroce_resp_fatal(struct sroce_qp *qp, u32 psn,
 	qp->resp.err_pending = true;
 	if (!qp->dead)
 		queue_work(system_highpri_wq, &qp->err_work);
+}
+
+/*
+ * The receive CQ could not take the completion of the message ending at
+ * @psn (full or overrun, IBTA C9-218 and C11-37): the QP goes to ERR with
+ * IB_EVENT_QP_FATAL. The message is not acknowledged: an RC peer gets a NAK
+ * (remote operational error) for it, after the ACK still owed for the
+ * messages before it.
+ */
+static void sroce_resp_cq_lost(struct sroce_qp *qp, u32 psn)
+{
+	sroce_qp_dbg(qp, "receive CQ overrun at PSN %u\n", psn);
+	if (!qp->resp.failed) {
+		qp->resp.err_event = true;
+		qp->resp.err_event_type = IB_EVENT_QP_FATAL;
+	}
+	sroce_resp_fatal(qp, psn, SROCE_NAK_REMOTE_OP_ERROR, IB_WC_SUCCESS);
 }
 
 /*
@@ -789,7 +809,8 @@ static void sroce_resp_ud(struct sroce_qp *qp, const struct sk_buff *skb,
 		wc.wc_flags |= IB_WC_WITH_VLAN;
 		wc.vlan_id = vid;
 	}
-	sroce_rwqe_complete(qp, &wc, sroce_bth_se(bth));
+	if (!sroce_rwqe_complete(qp, &wc, sroce_bth_se(bth)))
+		sroce_resp_cq_lost(qp, sroce_bth_psn(bth));
 }
 
 /* ------------------------------------------------------------ RC and UC */
@@ -1129,7 +1150,10 @@ static bool sroce_resp_send_op(struct sroce_qp *qp, const struct sroce_req_ctx *
 			.wc_flags = IB_WC_WITH_INVALIDATE,
 			.ex.invalidate_rkey = rkey,
 		};
-		sroce_rwqe_complete(qp, &wc, sroce_bth_se(c->bth));
+		if (!sroce_rwqe_complete(qp, &wc, sroce_bth_se(c->bth))) {
+			sroce_resp_cq_lost(qp, c->psn);
+			return false;
+		}
 		sroce_msn_bump(qp);
 	} else if (oi->flags & SROCE_OPF_END) {
 		wc = (struct ib_wc) {
@@ -1141,7 +1165,10 @@ static bool sroce_resp_send_op(struct sroce_qp *qp, const struct sroce_req_ctx *
 			wc.wc_flags = IB_WC_WITH_IMM;
 			wc.ex.imm_data = sroce_imm(c->imm);
 		}
-		sroce_rwqe_complete(qp, &wc, sroce_bth_se(c->bth));
+		if (!sroce_rwqe_complete(qp, &wc, sroce_bth_se(c->bth))) {
+			sroce_resp_cq_lost(qp, c->psn);
+			return false;
+		}
 		sroce_msn_bump(qp);
 	}
 	return true;
@@ -1217,7 +1244,10 @@ static bool sroce_resp_write_op(struct sroce_qp *qp, const struct sroce_req_ctx 
 				.ex.imm_data = sroce_imm(c->imm),
 			};
 
-			sroce_rwqe_complete(qp, &wc, sroce_bth_se(c->bth));
+			if (!sroce_rwqe_complete(qp, &wc, sroce_bth_se(c->bth))) {
+				sroce_resp_cq_lost(qp, c->psn);
+				return false;
+			}
 		}
 		sroce_msn_bump(qp);
 	}

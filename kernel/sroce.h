@@ -616,6 +616,7 @@ struct sroce_req_info {
 	bool			fetch_deferred;	/* idle, sq_idle 0: responses due */
 	bool			no_defer;	/* fetch_timer, doorbell: go idle for real */
 	bool			ack_owed;	/* no AckReq since a skipped one */
+	bool			cq_lost;	/* send CQ overrun: err_work to ERR */
 	unsigned long		tx_hold_since;	/* jiffies */
 	struct work_struct	work;		/* runs beyond a context's budget */
 	struct timer_list	fetch_timer;	/* bounds a deferred fetch */
@@ -686,7 +687,7 @@ struct sroce_resp_info {
 	bool			failed;		/* fatal responder error seen */
 	bool			err_pending;	/* err_work is to move the QP to ERR */
 	bool			err_event;	/* raise err_event_type entering ERR */
-	u8			err_event_type;	/* IB_EVENT_QP_REQ_ERR / ACCESS_ERR */
+	u8			err_event_type;	/* QP_REQ_ERR, QP_ACCESS_ERR, QP_FATAL */
 	bool			comm_est;	/* COMM_EST raised (RTR) */
 	/* message being received (SEND / WRITE spanning packets) */
 	bool			in_msg;		/* inside a multi-packet message */

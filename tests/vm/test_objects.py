@@ -160,7 +160,7 @@ BREADTH_CHECKS = (
     "xrc_no_queues_where_none", "xrc_shared_domain_open_qp", "xrc_wr_set_xrc_srqn",
     "xrc_key_of_other_pd_refused", "xrc_unknown_srq_refused", "xrc_srq_of_other_domain_refused",
     "xrc_destroyed_srq_refused", "comm_est_xrc_target_in_rtr", "xrc_teardown",
-    "breadth_teardown")
+    "cq_overrun_send_qp_fatal", "cq_overrun_recv_qp_fatal", "breadth_teardown")
 
 
 def test_verbs_breadth(g0):
@@ -186,7 +186,9 @@ def test_verbs_breadth(g0):
     follow a new mapping at the same address after an invalidation, refuse an unmapped
     range, prefetch with advise_mr (then no access waits; a prefetch of memory that cannot be
     mapped fails and leaves no table entries behind), and an implicit region writes
-    anywhere. Every message is checked byte by byte."""
+    anywhere; a completion that does not fit its CQ raises CQ_ERR and sends the QP to
+    ERR with QP_FATAL (a lost receive completion NAKs the message: REM_OP_ERR at the
+    sender). Every message is checked byte by byte."""
     r = g0.run("timeout -s KILL 150 %s/sroce-objects-test sroce0 breadth" % TOOLS,
                timeout=180)
     print(r.out)

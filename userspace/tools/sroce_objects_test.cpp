@@ -4374,6 +4374,77 @@ void xrc(Env &e)
 	check("xrc_teardown", why.empty(), why);
 }
 
+/*
+ * CQ overrun (IBTA C9-218, C11-37): a completion the CQ cannot take raises
+ * IBV_EVENT_CQ_ERR on the CQ, and the QP that tried to complete into it goes
+ * to ERR with IBV_EVENT_QP_FATAL; what was not completed is not acknowledged
+ * as done. Send side: two signaled SENDs into a one-entry send CQ; the second
+ * completion does not fit. Receive side: two SENDs into a one-entry receive
+ * CQ; the second message is NAKed, so its sender sees IBV_WC_REM_OP_ERR.
+ */
+void cq_overrun_one(Env &e, bool send_side)
+{
+	const char *name = send_side ? "cq_overrun_send_qp_fatal" : "cq_overrun_recv_qp_fatal";
+	Pair p;
+	if (!make_pair(e, p, IBV_QPT_RC))
+		return setup_failed(name, p);
+	std::string why;
+	struct ibv_cq *small = send_side ? p.a.scq : p.b.rcq;
+	struct ibv_qp *victim = send_side ? p.a.qp : p.b.qp;
+	drain_events(e.ctx);
+	const uint32_t cq_errs = count_events(0, IBV_EVENT_CQ_ERR);
+	int rc = ibv_resize_cq(small, 1);
+	if (rc)
+		why = "resize_cq to 1: " + errno_text(rc);
+	else if (small->cqe != 1)
+		why = strf("resize_cq to 1 gave %d entries", small->cqe);
+	for (uint64_t i = 1; why.empty() && i <= 2; i++)
+		if ((rc = post_recv(e, p.b, nullptr, 0x800 + i, 65536 + i * 4096)))
+			why = "post_recv: " + errno_text(rc);
+	struct ibv_wc wc;
+	if (why.empty() && (rc = post_send(e, p.a, 1)))
+		why = "post_send 1: " + errno_text(rc);
+	if (why.empty() && !send_side) {
+		/* the first message fills the receive CQ */
+		if (!wait_wc(p.a.scq, &wc))
+			why = "first SEND: no completion";
+		else if (wc.status != IBV_WC_SUCCESS || wc.wr_id != 1)
+			why = "first SEND: " + wc_text(wc);
+	}
+	if (why.empty() && (rc = post_send(e, p.a, 2, 4096)))
+		why = "post_send 2: " + errno_text(rc);
+	if (why.empty() && wait_err(victim) != IBV_QPS_ERR)
+		why = strf("QP still in %s after the overrun", state_name(qp_state(victim)));
+	if (why.empty() && !send_side) {
+		if (!wait_wc(p.a.scq, &wc))
+			why = "no completion for the second SEND";
+		else if (wc.wr_id != 2 || wc.status != IBV_WC_REM_OP_ERR)
+			why = "second SEND (its completion was lost): " + wc_text(wc);
+	}
+	drain_events(e.ctx, 1.0);
+	if (why.empty() && count_events(0, IBV_EVENT_CQ_ERR) != cq_errs + 1)
+		why = strf("%u CQ_ERR events, one expected",
+			   count_events(0, IBV_EVENT_CQ_ERR) - cq_errs);
+	if (why.empty() && count_events(victim->qp_num, IBV_EVENT_QP_FATAL) != 1)
+		why = strf("%u QP_FATAL events on the QP, one expected",
+			   count_events(victim->qp_num, IBV_EVENT_QP_FATAL));
+	/* what the CQ held before the overrun is still there */
+	if (why.empty()) {
+		if (!wait_wc(small, &wc, 1.0))
+			why = "the completion before the overrun is gone";
+		else if (wc.status != IBV_WC_SUCCESS || wc.wr_id != (send_side ? 1u : 0x801u))
+			why = "completion before the overrun: " + wc_text(wc);
+	}
+	destroy_pair(p, &why);
+	check(name, why.empty(), why);
+}
+
+void cq_overrun(Env &e)
+{
+	cq_overrun_one(e, true);
+	cq_overrun_one(e, false);
+}
+
 } // namespace breadth
 
 void breadth_cases(wqs::Env &e, const char *only)
@@ -4398,6 +4469,7 @@ void breadth_cases(wqs::Env &e, const char *only)
 		{"import_device", breadth::import_device},
 		{"odp", breadth::odp},
 		{"xrc", breadth::xrc},
+		{"cq_overrun", breadth::cq_overrun},
 	}, only);
 }
 
