@@ -93,6 +93,13 @@ int sroce_av_from_attr(struct sroce_dev *sdev, struct sroce_av *av,
 	rcu_read_lock();
 	ndev = rdma_read_gid_attr_ndev_rcu(sgid_attr);
 	av->ifindex = IS_ERR(ndev) ? 0 : ndev->ifindex;
+	/*
+	 * Packets leave through that netdev (with DF): an upper device with
+	 * a smaller MTU than ours (a VLAN, macvlan) bounds the path MTU.
+	 */
+	av->max_mtu = IS_ERR(ndev) ? sroce_port_mtu(sdev) :
+		      min(sroce_active_mtu(READ_ONCE(ndev->mtu)),
+			  sroce_port_mtu(sdev));
 	vid = IS_ERR(ndev) ? SROCE_NO_VLAN : sroce_vlan_of_rcu(ndev);
 	rcu_read_unlock();
 	av->vlan = vid != SROCE_NO_VLAN;

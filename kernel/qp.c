@@ -607,8 +607,13 @@ static void sroce_modify_attrs_locked(struct sroce_qp *qp,
 		enum ib_mtu port = sroce_port_mtu(qp->sdev);
 
 		qp->path_mtu = min(attr->path_mtu, port);
-		qp->mtu = sroce_mtu_bytes(qp->path_mtu);
 	}
+	/* Not above what the source GID's netdev carries (sroce_av_from_attr()). */
+	if ((mask & (IB_QP_AV | IB_QP_PATH_MTU)) && qp->av.max_mtu &&
+	    qp->path_mtu > qp->av.max_mtu)
+		qp->path_mtu = qp->av.max_mtu;
+	if (mask & (IB_QP_AV | IB_QP_PATH_MTU))
+		qp->mtu = sroce_mtu_bytes(qp->path_mtu);
 	if (mask & IB_QP_TIMEOUT)
 		qp->timeout = attr->timeout;
 	if (mask & IB_QP_RETRY_CNT)

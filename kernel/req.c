@@ -305,11 +305,13 @@ static u8 sroce_swqe_check(struct sroce_qp *qp, struct sroce_swqe *wqe)
 	wqe->len = len;
 
 	if (type == IB_QPT_UD) {
-		if (len > (128u << sroce_port_mtu(qp->sdev)))
-			return IB_WC_LOC_LEN_ERR;
 		if (!sroce_ah_lookup(qp->sdev, qp->pd, wr->wr.ud.ah_num,
 				     &wqe->av))
 			return IB_WC_LOC_QP_OP_ERR;
+		/* One packet, as large as the AH's netdev carries. */
+		if (len > (128u << min_t(u32, sroce_port_mtu(qp->sdev),
+					 wqe->av.max_mtu)))
+			return IB_WC_LOC_LEN_ERR;
 	}
 	return 0;
 }

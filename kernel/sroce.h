@@ -467,6 +467,7 @@ struct sroce_av {
 	u8			sl;
 	u32			flow_label;
 	int			ifindex;	/* the source GID's netdev: ours or a VLAN on it */
+	u8			max_mtu;	/* enum ib_mtu that netdev's MTU carried */
 	bool			loopback;	/* daddr is our own address */
 	bool			vlan;		/* that netdev lies on a VLAN: */
 	u16			vlan_id;	/* its id (sroce_vlan_of_rcu()) */
@@ -936,6 +937,7 @@ int sroce_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 void sroce_setup_ibdev(struct sroce_dev *sdev);
 enum ib_port_state sroce_port_state(const struct net_device *ndev);
 enum ib_mtu sroce_port_mtu(struct sroce_dev *sdev);
+enum ib_mtu sroce_active_mtu(unsigned int ndev_mtu);
 
 /* pd.c */
 int sroce_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);

@@ -20,7 +20,7 @@ enum ib_port_state sroce_port_state(const struct net_device *ndev)
 }
 
 /* Largest IB MTU whose full-sized packets fit into the netdev MTU. */
-static enum ib_mtu sroce_active_mtu(unsigned int ndev_mtu)
+enum ib_mtu sroce_active_mtu(unsigned int ndev_mtu)
 {
 	unsigned int payload;
 

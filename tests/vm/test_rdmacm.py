@@ -199,6 +199,44 @@ def test_rping_over_vlan(cm):
             side.guest.run("ip link del eth0.11 2>/dev/null; true")
 
 
+
+VLAN_MTU_ADDRS = ("10.95.0.1", "10.95.0.2")  # server, client on eth0.12 (MTU 900)
+
+
+def test_path_mtu_fits_a_vlan_with_a_smaller_mtu(cm):
+    """A VLAN of eth0 with MTU 900 carries RoCE packets of IB MTU 512, while the
+    port (eth0, MTU 1500) says 1024. perftest asks for the port's active MTU; the
+    QPs on the VLAN's GIDs get a path MTU their packets fit (what the source GID's
+    netdev carries), so 64 KiB SENDs go through. Without that clamp the packets
+    leave with DF set, the VLAN refuses them and the client ends in retry
+    exceeded."""
+    if cm.kinds != ("sroce", "sroce"):
+        pytest.skip("rdma_rxe takes its path MTU from the port's MTU alone")
+    sides = (cm.server, cm.client)
+    try:
+        for side, a in zip(sides, VLAN_MTU_ADDRS):
+            side.guest.check("modprobe 8021q && ip link add link eth0 name eth0.12 type vlan "
+                             "id 12 && ip link set eth0.12 mtu 900 && ip addr add %s/24 dev "
+                             "eth0.12 && ip link set eth0.12 up" % a)
+        for side, a in zip(sides, VLAN_MTU_ADDRS):
+            wait_for(lambda side=side, a=a: _has_gid(side.guest, side.dev, a), timeout=30,
+                     what="%s: the VLAN address's GID on %s" % (side.guest.name, side.dev))
+        wait_for(lambda: cm.client.guest.run("ping -c1 -W1 %s" % VLAN_MTU_ADDRS[0]).ok,
+                 timeout=30, what="ping over the VLAN")
+
+        def cmd(side, a, host=""):
+            return ("ib_send_bw -d %s -i 1 -x %d -F -s 65536 -n 20 --report_gbits %s" %
+                    (side.dev, gid_index(side.guest, side.dev, addr=a), host))
+        s, c = client_server(cm.server.guest, cmd(cm.server, VLAN_MTU_ADDRS[0]),
+                             cm.client.guest,
+                             cmd(cm.client, VLAN_MTU_ADDRS[1], cm.server.guest.ip4),
+                             timeout=TIMEOUT)
+        both_ok(s, c)
+        assert re.search(r"^\s*65536\s+20\s+[\d.]+\s+[\d.]+", c.out, re.M), c
+    finally:
+        for side in sides:
+            side.guest.run("ip link del eth0.12 2>/dev/null; true")
+
 # ------------------------------------------------------------ ucmatose, udaddy
 
 CM_PORT = 7471      # ucmatose, rdma_server, rdma_xserver
