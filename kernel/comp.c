@@ -36,17 +36,25 @@ static struct sroce_swqe *sroce_started_at(struct sroce_qp *qp, u32 i)
 
 /*
  * The ACK timer. Consecutive timeouts without progress double the wait (up
- * to 64 times the QP's timeout): a software NIC's queues can hold more than
- * one timeout's worth of data, and resending a whole window into them only
- * makes the next timeout more likely. IBTA's timeout is a minimum.
+ * to 64 times the QP's timeout, and not past SROCE_RETRY_BACKOFF_MAX_NS
+ * unless the timeout itself is longer): a software NIC's queues can hold
+ * more than one timeout's worth of data, and resending a whole window into
+ * them only makes the next timeout more likely. IBTA's timeout is a
+ * minimum; but no queue holds half a second, and a long timeout (rdma_cm's
+ * are seconds) must not grow into minutes before a dead peer is noticed.
  */
+#define SROCE_RETRY_BACKOFF_MAX_NS	(500ULL * NSEC_PER_MSEC)
+
 void sroce_retry_arm(struct sroce_qp *qp)
 {
-	u64 ns = sroce_ack_timeout_ns(qp->timeout) << qp->comp.retry_shift;
+	u64 base = sroce_ack_timeout_ns(qp->timeout);
+	u64 ns = base << qp->comp.retry_shift;
 	unsigned long delay;
 
 	if (!ns || qp->dead)
 		return;
+	if (ns > base)
+		ns = min(ns, max_t(u64, base, SROCE_RETRY_BACKOFF_MAX_NS));
 	/* At least a few ms: timer and scheduling granularity. */
 	delay = max_t(unsigned long, nsecs_to_jiffies(ns), msecs_to_jiffies(4));
 	mod_timer(&qp->comp.retry_timer, jiffies + delay);

@@ -22,7 +22,7 @@
  * is then usable on the binding QP only; a type 1 window is bound with
  * ibv_bind_mw() only, and rebinding it replaces its binding (length 0:
  * unbound). A failed bind completes with IB_WC_MW_BIND_ERR, and the QP goes
- * to the error state.
+ * to the error state (UC: Send Queue Error, as after other send errors).
  *
  * A window grants its own rights: a region with local write only can be
  * written remotely through a window that allows remote write. Zero-based

@@ -616,10 +616,15 @@ static void sroce_modify_attrs_locked(struct sroce_qp *qp,
 		qp->mtu = sroce_mtu_bytes(qp->path_mtu);
 	if (mask & IB_QP_TIMEOUT)
 		qp->timeout = attr->timeout;
-	if (mask & IB_QP_RETRY_CNT)
+	/* New budgets count from now (also SQD to SQD, which may set them). */
+	if (mask & IB_QP_RETRY_CNT) {
 		qp->retry_cnt = attr->retry_cnt;
-	if (mask & IB_QP_RNR_RETRY)
+		qp->comp.retry_left = attr->retry_cnt;
+	}
+	if (mask & IB_QP_RNR_RETRY) {
 		qp->rnr_retry = attr->rnr_retry;
+		qp->comp.rnr_left = attr->rnr_retry;
+	}
 	if (mask & IB_QP_MIN_RNR_TIMER)
 		qp->min_rnr_timer = attr->min_rnr_timer;
 	if (mask & IB_QP_MAX_QP_RD_ATOMIC)

@@ -1378,6 +1378,18 @@ static bool sroce_resp_check(struct sroce_qp *qp, const struct sroce_req_ctx *c)
 				 IB_WC_SUCCESS);
 		return false;
 	}
+	/*
+	 * No responder resources (max_dest_rd_atomic 0): a READ, an atomic
+	 * or an ATOMIC WRITE is one too many, an invalid request (rdma_rxe
+	 * NAKs it so too; mlx5 turns remote READ and atomics off).
+	 */
+	if (!qp->max_dest_rd_atomic &&
+	    (oi->kind == SROCE_KIND_READ_REQ || oi->kind == SROCE_KIND_ATOMIC ||
+	     oi->kind == SROCE_KIND_ATOMIC_WRITE)) {
+		sroce_resp_error(qp, c->psn, oi, SROCE_NAK_INVALID_REQUEST,
+				 IB_WC_SUCCESS);
+		return false;
+	}
 	switch (sroce_resp_seq_check(sroce_qp_transport(qp), qp->resp.in_msg,
 				     qp->resp.msg_kind, oi)) {
 	case SROCE_SEQ_OK:

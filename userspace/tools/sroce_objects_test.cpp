@@ -2391,12 +2391,68 @@ void sqd_bad_wqe_waits_for_rts(Env &e)
 	r.finish(name, p);
 }
 
+long long hw_counter(Env &e, const char *name);
+
+/*
+ * SQD to SQD may set new retry budgets; they count from then on. A QP
+ * connected with retry_cnt 1 is given retry_cnt 3 in SQD; back in RTS its
+ * SEND to a peer in RESET (which answers nothing) fails with
+ * IBV_WC_RETRY_EXC_ERR after 3 retries: the port's retry counter (one per
+ * ACK timeout) moves by 4, not by 2.
+ */
+void sqd_new_retry_budget(Env &e)
+{
+	const char *name = "sqd_sqd_new_retry_cnt_counts";
+	Pair p;
+	if (!make_pair(e, p, IBV_QPT_RC))
+		return setup_failed(name, p);
+	std::string why;
+	struct ibv_qp_attr a = {};
+	a.qp_state = IBV_QPS_RESET;
+	if (ibv_modify_qp(p.b.qp, &a, IBV_QP_STATE))
+		why = "peer to RESET: " + errno_text(errno);
+	a = {};
+	a.qp_state = IBV_QPS_SQD;
+	if (why.empty() && ibv_modify_qp(p.a.qp, &a, IBV_QP_STATE))
+		why = "to SQD: " + errno_text(errno);
+	int rc = EBUSY;
+	const auto t0 = Clock::now();
+	while (why.empty() && rc == EBUSY && seconds_since(t0) < kWait) {
+		a = {};
+		a.qp_state = IBV_QPS_SQD;
+		a.retry_cnt = 3;
+		rc = ibv_modify_qp(p.a.qp, &a, IBV_QP_STATE | IBV_QP_RETRY_CNT);
+		if (rc == EBUSY)
+			usleep(10000);	/* still draining */
+	}
+	if (why.empty() && rc)
+		why = "SQD to SQD with retry_cnt 3: " + errno_text(rc);
+	a = {};
+	a.qp_state = IBV_QPS_RTS;
+	if (why.empty() && ibv_modify_qp(p.a.qp, &a, IBV_QP_STATE))
+		why = "back to RTS: " + errno_text(errno);
+	const long long before = hw_counter(e, "retry");
+	struct ibv_wc wc;
+	if (why.empty() && (rc = post_send(e, p.a, 0x31)))
+		why = "post_send: " + errno_text(rc);
+	if (why.empty() && !wait_wc(p.a.scq, &wc))
+		why = "no completion";
+	else if (why.empty() && (wc.wr_id != 0x31 || wc.status != IBV_WC_RETRY_EXC_ERR))
+		why = "SEND: " + wc_text(wc) + ", want retry exceeded";
+	const long long after = hw_counter(e, "retry");
+	if (why.empty() && (before < 0 || after - before != 4))
+		why = strf("%lld ACK timeouts, 4 expected (retry_cnt 3)", after - before);
+	destroy_pair(p, &why);
+	check(name, why.empty(), why);
+}
+
 void sqd(Env &e)
 {
 	sqd_rc(e);
 	sqd_uc(e);
 	sqd_notify_only_when_asked(e);
 	sqd_bad_wqe_waits_for_rts(e);
+	sqd_new_retry_budget(e);
 }
 
 /*
@@ -2520,6 +2576,64 @@ void resp_error_event(Env &e, const char *name, enum ibv_wr_opcode op, int want_
 	check(name, why.empty(), why);
 }
 
+/*
+ * A responder without responder resources (max_dest_rd_atomic 0) takes no
+ * READ and no atomic: an invalid request, as rdma_rxe answers it (mlx5
+ * turns remote READ and atomics off). The requester's WQE completes with
+ * IBV_WC_REM_INV_REQ_ERR, the responder enters ERR with QP_REQ_ERR, and
+ * the atomic's target is untouched.
+ */
+void no_responder_resources(Env &e, enum ibv_wr_opcode op, const char *name)
+{
+	Pair p;
+	if (!make_side(e, p.a, IBV_QPT_RC) || !make_side(e, p.b, IBV_QPT_RC) ||
+	    !rc_connect(e, p.a, p.b.qp->qp_num) ||
+	    !rc_connect(e, p.b, p.a.qp->qp_num, 10, 1, 0))
+		return setup_failed(name, p);
+	drain_events(e.ctx);
+	std::string why;
+	struct ibv_qp_attr acc = {};
+	acc.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			      IBV_ACCESS_REMOTE_ATOMIC;
+	if (ibv_modify_qp(p.b.qp, &acc, IBV_QP_ACCESS_FLAGS))
+		why = "responder access flags: " + errno_text(errno);
+	auto *target = reinterpret_cast<uint64_t *>(e.buf + kRecvOff);
+	*target = 0x1122334455667788ull;
+	struct ibv_sge sge = {reinterpret_cast<uintptr_t>(e.buf), 8, e.mr->lkey};
+	struct ibv_send_wr wr = {}, *bad = nullptr;
+	wr.wr_id = 0xd0;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = op;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	if (op == IBV_WR_RDMA_READ) {
+		wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(target);
+		wr.wr.rdma.rkey = e.mr->rkey;
+	} else {
+		wr.wr.atomic.remote_addr = reinterpret_cast<uintptr_t>(target);
+		wr.wr.atomic.rkey = e.mr->rkey;
+		wr.wr.atomic.compare_add = 1;
+	}
+	struct ibv_wc wc;
+	if (why.empty() && ibv_post_send(p.a.qp, &wr, &bad))
+		why = "post: " + errno_text(errno);
+	else if (why.empty() && !wait_wc(p.a.scq, &wc))
+		why = "no completion";
+	else if (why.empty() && (wc.wr_id != 0xd0 || wc.status != IBV_WC_REM_INV_REQ_ERR))
+		why = "requester: " + wc_text(wc) + ", want a remote invalid request error";
+	if (why.empty() && wait_err(p.b.qp) != IBV_QPS_ERR)
+		why = strf("responder QP in %s, not ERR", state_name(qp_state(p.b.qp)));
+	drain_events(e.ctx, 0.5);
+	if (why.empty() && count_events(p.b.qp->qp_num, IBV_EVENT_QP_REQ_ERR) != 1)
+		why = strf("%u QP_REQ_ERR events on the responder, one expected",
+			   count_events(p.b.qp->qp_num, IBV_EVENT_QP_REQ_ERR));
+	if (why.empty() && *target != 0x1122334455667788ull)
+		why = strf("the target changed to %#llx",
+			   static_cast<unsigned long long>(*target));
+	destroy_pair(p, &why);
+	check(name, why.empty(), why);
+}
+
 void resp_error_events(Env &e)
 {
 	resp_error_event(e, "resp_write_bad_rkey_access_err_event", IBV_WR_RDMA_WRITE,
@@ -2528,6 +2642,9 @@ void resp_error_events(Env &e)
 			 IBV_WC_REM_INV_REQ_ERR, IBV_EVENT_QP_REQ_ERR);
 	resp_error_event(e, "resp_send_too_long_no_event", IBV_WR_SEND,
 			 IBV_WC_REM_INV_REQ_ERR, -1);
+	no_responder_resources(e, IBV_WR_RDMA_READ, "no_responder_resources_read_refused");
+	no_responder_resources(e, IBV_WR_ATOMIC_FETCH_AND_ADD,
+			       "no_responder_resources_atomic_refused");
 }
 
 void comm_est(Env &e)
