@@ -520,6 +520,30 @@ TEST_F(QpEx, InlineDataAndReadAndFetchAdd)
 	EXPECT_EQ(q.swqe(3).wr.atomic.compare_add, 10u);
 }
 
+TEST_F(QpEx, InlineInWrFlagsIsIgnoredWithoutPayload)
+{
+	/* One wr_flags for a batch that mixes inline WRITEs with READs and
+	 * atomics: the READ and the atomic keep their SGEs (as on ConnectX). */
+	char a[5] = "abcd";
+	ibv_wr_start(qpx);
+	qpx->wr_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(qpx, 1, 2);
+	ibv_wr_set_inline_data(qpx, a, 4);
+	ibv_wr_rdma_read(qpx, 3, 4);
+	ibv_wr_set_sge(qpx, 5, 6, 7);
+	ibv_wr_atomic_cmp_swp(qpx, 8, 9, 10, 11);
+	ibv_wr_set_sge(qpx, 12, 13, 8);
+	ASSERT_EQ(ibv_wr_complete(qpx), 0);
+	ASSERT_EQ(q.sq_producer(), 3u);
+	EXPECT_EQ(q.swqe(0).send_flags, static_cast<uint32_t>(IBV_SEND_INLINE | IBV_SEND_SIGNALED));
+	EXPECT_EQ(q.swqe(0).inline_len, 4u);
+	for (int i = 1; i < 3; i++) {
+		EXPECT_EQ(q.swqe(i).send_flags, static_cast<uint32_t>(IBV_SEND_SIGNALED)) << i;
+		EXPECT_EQ(q.swqe(i).num_sge, 1u) << i;
+		EXPECT_EQ(q.swqe(i).inline_len, 0u) << i;
+	}
+}
+
 TEST_F(QpEx, NoDoorbellWhileBusy)
 {
 	q.kernel_busy(true);

@@ -297,16 +297,18 @@ inline unsigned char *send_payload(sroce_send_wqe *w)
 /*
  * Starts a send WQE in a free slot: checks opcode and flags against the QP,
  * clears the header (xrc_srqn is 0 until put_xrc) and fills wr_id, opcode
- * and send_flags (plus SIGNALED on an sq_sig_all QP). No SGEs, no inline
- * data. Returns 0 or EINVAL.
+ * and send_flags (plus SIGNALED on an sq_sig_all QP; INLINE only for an
+ * opcode with a payload). No SGEs, no inline data. Returns 0 or EINVAL.
  */
 inline int put_send_header(sroce_send_wqe *w, const send_caps &c, uint64_t wr_id,
 			   uint32_t opcode, unsigned int flags)
 {
 	if (!opcode_allowed(c.qp_type, opcode) || (flags & ~kSendFlags))
 		return EINVAL;
-	if ((flags & IBV_SEND_INLINE) && !opcode_takes_inline(opcode))
-		return EINVAL;
+	/* As ConnectX NICs do: IBV_SEND_INLINE means nothing to an operation
+	 * without a payload of its own, and is ignored there. */
+	if (!opcode_takes_inline(opcode))
+		flags &= ~unsigned{IBV_SEND_INLINE};
 	std::memset(w, 0, kSendHdr);
 	w->wr_id = wr_id;
 	w->opcode = opcode;
@@ -493,7 +495,7 @@ inline int write_send_wqe(void *slot, const send_caps &c,
 	}
 
 	const auto n = static_cast<size_t>(wr.num_sge);
-	if (wr.send_flags & IBV_SEND_INLINE)
+	if (w->send_flags & IBV_SEND_INLINE)
 		err = put_inline(w, c, wr.sg_list, n);
 	else
 		err = put_sges(w, c, wr.sg_list, n);
