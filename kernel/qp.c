@@ -470,7 +470,8 @@ void sroce_qp_error_locked(struct sroce_qp *qp)
 		qp->req.cq_lost = false;
 		sroce_qp_event(qp, IB_EVENT_QP_FATAL);
 	}
-	if (!was_err && qp->srq)
+	/* XRC targets too: their requests name their SRQs (as on mlx5). */
+	if (!was_err && (qp->srq || qp->ibqp.qp_type == IB_QPT_XRC_TGT))
 		sroce_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
 }
 

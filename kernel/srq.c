@@ -287,8 +287,14 @@ int sroce_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 			return -EINVAL;
 		entries = roundup_pow_of_two(attr->max_wr);
 	}
-	/* Both or neither: the limit is checked against the new size first. */
+	/*
+	 * Both or neither: the limit is checked against the new size first;
+	 * an armed limit is never left above the size.
+	 */
 	if ((mask & IB_SRQ_LIMIT) && attr->srq_limit > entries)
+		return -EINVAL;
+	if ((mask & IB_SRQ_MAX_WR) && !(mask & IB_SRQ_LIMIT) &&
+	    READ_ONCE(srq->limit) > entries)
 		return -EINVAL;
 	if (mask & IB_SRQ_MAX_WR) {
 		err = sroce_srq_resize(srq, attr->max_wr, udata, cmd.resp);

@@ -129,7 +129,8 @@ BREADTH_CHECKS = (
     "no_responder_resources_atomic_refused", "sqd_sqd_new_retry_cnt_counts",
     "read_of_more_than_2p22_packets_refused",
     "read_of_1gib_at_mtu_1024_reaches_the_responder",
-    "srq_resize_advertised", "srq_resize_below_posted_refused", "atomic_write_lands",
+    "srq_resize_advertised", "srq_resize_below_posted_refused",
+    "srq_resize_below_armed_limit_refused", "atomic_write_lands",
     "atomic_write_misaligned_refused", "atomic_write_needs_remote_write",
     "atomic_write_not_through_post_send", "srq_resize_keeps_posted_wqes",
     "mw_alloc", "mw_alloc_type3_refused", "mw_region_itself_not_remote", "mw_type1_bind",
@@ -160,7 +161,8 @@ BREADTH_CHECKS = (
     "odp_prefetch_sync_budget", "xrc_srq_numbers", "xrc_send_to_two_srqs", "xrc_rdma_and_atomics",
     "xrc_no_queues_where_none", "xrc_shared_domain_open_qp", "xrc_wr_set_xrc_srqn",
     "xrc_key_of_other_pd_refused", "xrc_unknown_srq_refused", "xrc_srq_of_other_domain_refused",
-    "xrc_destroyed_srq_refused", "comm_est_xrc_target_in_rtr", "xrc_teardown",
+    "xrc_destroyed_srq_refused", "comm_est_xrc_target_in_rtr", "xrc_target_last_wqe_once",
+    "xrc_teardown",
     "cq_overrun_send_qp_fatal", "cq_overrun_recv_qp_fatal", "breadth_teardown")
 
 

@@ -2715,6 +2715,26 @@ void srq_resize(Env &e)
 	}
 	post(20);
 	run(kFirst + kMore + 20);
+	if (why.empty()) {
+		/* an armed limit is never left above the size (as rdma_rxe) */
+		a.srq_limit = 10;
+		rc = ibv_modify_srq(p.srq, &a, IBV_SRQ_LIMIT);
+		struct ibv_srq_attr small = {};
+		small.max_wr = 4;
+		const int shrink = rc ? -1 : ibv_modify_srq(p.srq, &small, IBV_SRQ_MAX_WR);
+		q = {};
+		const int qrc = ibv_query_srq(p.srq, &q);
+		check("srq_resize_below_armed_limit_refused",
+		      !rc && shrink == EINVAL && !qrc && q.srq_limit == 10 && q.max_wr >= 20,
+		      strf("arm rc %d, shrink %s, then max_wr %u limit %u", rc,
+			   errno_text(shrink).c_str(), q.max_wr, q.srq_limit));
+		small.max_wr = 16;
+		rc = ibv_modify_srq(p.srq, &small, IBV_SRQ_MAX_WR);
+		if (rc || ibv_query_srq(p.srq, &q) || q.max_wr < 16 || q.max_wr >= 20)
+			why = strf("shrink to 16 under limit 10: rc %d max_wr %u", rc, q.max_wr);
+	}
+	post(8);
+	run(kFirst + kMore + 28);
 	std::string dwhy;
 	const bool destroyed = destroy_pair(p, &dwhy);
 	check(name, why.empty() && destroyed, why + dwhy);
@@ -4485,6 +4505,31 @@ void xrc(Env &e)
 			   count_events(x.tgt->qp_num, IBV_EVENT_COMM_EST));
 	xrc_drop_qps(x, &why);
 	check("comm_est_xrc_target_in_rtr", why.empty(), why);
+
+	/* a target entering ERR raises LAST_WQE_REACHED once, as a QP on an
+	 * SRQ does (mlx5 raises it for targets too); ERR -> ERR raises none */
+	why.clear();
+	drain_events(e.ctx);
+	if (!xrc_connect(e, x)) {
+		why = "setup: " + errno_text(errno);
+	} else {
+		const uint32_t tq = x.tgt->qp_num;
+		const uint32_t before = count_events(tq, IBV_EVENT_QP_LAST_WQE_REACHED);
+		struct ibv_qp_attr qa = {};
+		qa.qp_state = IBV_QPS_ERR;
+		int rc = ibv_modify_qp(x.tgt, &qa, IBV_QP_STATE);
+		if (!rc)
+			rc = ibv_modify_qp(x.tgt, &qa, IBV_QP_STATE);
+		drain_events(e.ctx, 0.5);
+		drain_events(e.ctx, 0.3);
+		if (rc)
+			why = "modify to ERR: " + errno_text(rc);
+		else if (count_events(tq, IBV_EVENT_QP_LAST_WQE_REACHED) != before + 1)
+			why = strf("%u LAST_WQE_REACHED events on the target, one expected",
+				   count_events(tq, IBV_EVENT_QP_LAST_WQE_REACHED) - before);
+	}
+	xrc_drop_qps(x, &why);
+	check("xrc_target_last_wqe_once", why.empty(), why);
 
 	why.clear();
 	xrc_teardown(x, &why);
