@@ -68,6 +68,7 @@
 
 #include <linux/hashtable.h>
 #include <linux/if_arp.h>
+#include <linux/if_vlan.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/rtnetlink.h>
@@ -294,6 +295,34 @@ static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 
 	if (ndev->type != ARPHRD_ETHER || ndev->addr_len != ETH_ALEN)
 		return -EINVAL;
+	/*
+	 * ib_core gives a VLAN netdev's addresses to the RoCE devices of its
+	 * real device, never to one on the VLAN netdev itself: such a device
+	 * would have no IP GIDs, yet take the VLAN's packets (rdma_rxe
+	 * refuses it too).
+	 */
+	if (is_vlan_dev(ndev)) {
+		pr_info("sroce: %s is a VLAN netdev; add the link on %s, whose device has the VLAN's GIDs\n",
+			netdev_name(ndev), netdev_name(vlan_dev_real_dev(ndev)));
+		return -EOPNOTSUPP;
+	}
+	/*
+	 * An upper netdev (a macvlan, a bridge, a bond) of one that has an
+	 * sroce device in the same namespace: that device holds the upper
+	 * netdev's GIDs already, and a second device would take the packets
+	 * sent to them.
+	 */
+	rcu_read_lock();
+	sdev = sroce_any_dev_below_rcu(ndev);
+	if (sdev && net_eq(sdev->net, dev_net(ndev)))
+		pr_info("sroce: %s lies over %s, whose sroce device %s has its GIDs\n",
+			netdev_name(ndev), netdev_name(sdev->ndev),
+			dev_name(&sdev->ibdev.dev));
+	else
+		sdev = NULL;
+	rcu_read_unlock();
+	if (sdev)
+		return -EBUSY;
 
 	/*
 	 * The netdev's namespace, kept from going away until the device is

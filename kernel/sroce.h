@@ -912,6 +912,7 @@ static inline enum sroce_transport sroce_qp_transport(const struct sroce_qp *qp)
 void sroce_dealloc_driver(struct ib_device *ibdev);
 
 struct sroce_dev *sroce_dev_by_ndev_rcu(const struct net_device *ndev);
+struct sroce_dev *sroce_any_dev_below_rcu(struct net_device *ndev);
 #define SROCE_NO_VLAN	0xffff
 u16 sroce_vlan_of_rcu(struct net_device *ndev);
 void sroce_forget_devs(const struct net *net);

@@ -200,7 +200,8 @@ static enum rdma_link_layer sroce_get_link_layer(struct ib_device *ibdev,
  * container). The device's routes and UDP socket are those of sdev->net:
  * packets from such a GID could not be routed, nor answers received, and
  * rdma_cm in the container would pick us for its address. Refuse them; the
- * sroce device on that upper netdev, if there is one, has the GID.
+ * sroce device on that upper netdev, if there is one, has the GID. So it
+ * has when it is in our namespace: packets to the GID arrive on its netdev.
  */
 static int sroce_add_gid(const struct ib_gid_attr *attr, void **context)
 {
@@ -211,6 +212,9 @@ static int sroce_add_gid(const struct ib_gid_attr *attr, void **context)
 	rcu_read_lock();
 	ndev = rcu_dereference(attr->ndev);
 	if (ndev && !net_eq(dev_net(ndev), sdev->net))
+		err = -EXDEV;
+	/* An upper netdev with an sroce device of its own: that one's GID. */
+	else if (ndev && ndev != sdev->rx_ndev && sroce_dev_by_ndev_rcu(ndev))
 		err = -EXDEV;
 	rcu_read_unlock();
 	return err;

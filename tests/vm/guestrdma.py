@@ -162,6 +162,15 @@ def gid_index(g, dev, ipv6=False, addr=None):
                          (g.name, want, dev, "\n".join("%d %s %s" % t for t in table)))
 
 
+def gid_index_or_none(g, dev, addr):
+    """(index,) of addr's RoCE v2 GID on dev, or None while there is none (a
+    true value to wait_for)."""
+    try:
+        return (gid_index(g, dev, addr=addr),)
+    except AssertionError:
+        return None
+
+
 def wait_gids(g, dev, families=FAMILIES, timeout=30):
     """{family: GID index} of dev, once ib_core has put every family's GID in the
     table (it fills the table from the netdev's addresses asynchronously)."""

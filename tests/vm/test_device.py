@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from guestrdma import TOOLS, add_link, gid_table, sysfs, unload_all_rdma_links, wait_for
+from guestrdma import (TOOLS, add_link, gid_index_or_none, gid_table, sysfs,
+                       unload_all_rdma_links, wait_for)
 
 
 @pytest.fixture
@@ -187,6 +188,57 @@ def test_non_ethernet_netdev_is_refused(g0):
     assert r.rc != 0, r
     assert "Invalid argument" in r.err, r
     assert links(g0) == {}
+
+
+def test_vlan_netdev_is_refused(g0):
+    """A link on a VLAN netdev is refused (EOPNOTSUPP; rdma_rxe refuses it too):
+    ib_core gives a VLAN's addresses to the RoCE device of its real netdev,
+    never to one on the VLAN itself, which would have no IP GID yet take the
+    VLAN's packets. The real netdev's device has the VLAN's GID."""
+    g0.check("ip link add link eth0 name eth0.7 type vlan id 7 && "
+             "ip addr add 10.97.0.1/24 dev eth0.7 && ip link set eth0.7 up")
+    try:
+        r = g0.run("rdma link add sv type sroce netdev eth0.7")
+        assert r.rc != 0 and "Operation not supported" in r.err, r
+        assert links(g0) == {}
+        add_link(g0, "sroce0", "eth0")
+        wait_for(lambda: gid_index_or_none(g0, "sroce0", "10.97.0.1"), timeout=30,
+                 what="the VLAN's GID on sroce0")
+    finally:
+        g0.run("ip link del eth0.7")
+
+
+def test_upper_netdev_of_a_linked_netdev(g0):
+    """One namespace, a macvlan m9 over dummy0. With a device on dummy0 first,
+    one on m9 is refused (EBUSY): dummy0's device holds m9's GID already and a
+    second one would take the packets sent to it. In the other order both
+    exist and only m9's own device has m9's GID (dummy0's refuses it), so
+    rdma_cm binding that address cannot pick a device that never sees its
+    packets."""
+    addr = "10.96.0.9"
+    add_dummy(g0)
+    g0.check("ip addr add 10.96.0.1/24 dev dummy0 && "
+             "ip link add m9 link dummy0 type macvlan mode bridge && "
+             "ip addr add %s/24 dev m9 && ip link set m9 up" % addr)
+    try:
+        add_link(g0, "sroce1", "dummy0")
+        wait_for(lambda: gid_index_or_none(g0, "sroce1", addr), timeout=30,
+                 what="m9's GID on sroce1")
+        r = g0.run("rdma link add sm type sroce netdev m9")
+        assert r.rc != 0 and "Device or resource busy" in r.err, r
+        assert list(links(g0)) == ["sroce1/1"]
+        g0.check("rdma link del sroce1")
+        add_link(g0, "sm", "m9")
+        add_link(g0, "sroce1", "dummy0")
+        wait_for(lambda: gid_index_or_none(g0, "sm", addr), timeout=30, what="m9's GID on sm")
+        # ib_core offers dummy0's and m9's addresses in one pass over the netdevs
+        wait_for(lambda: gid_index_or_none(g0, "sroce1", "10.96.0.1"), timeout=30,
+                 what="dummy0's GID on sroce1")
+        time.sleep(1)
+        assert gid_index_or_none(g0, "sroce1", addr) is None, gid_table(g0, "sroce1")
+    finally:
+        unload_all_rdma_links(g0)
+        g0.run("ip link del m9")
 
 
 def test_second_device_on_another_netdev(g0):

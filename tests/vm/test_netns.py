@@ -20,8 +20,8 @@ import shlex
 
 import pytest
 
-from guestrdma import (client_server, gid_index, listening, unload_all_rdma_links, wait_all,
-                       wait_for)
+from guestrdma import (client_server, gid_index, gid_index_or_none, listening,
+                       unload_all_rdma_links, wait_all, wait_for)
 from test_rdmacm import CM_MODULES, check_pings
 from test_verbs import RESULT_ROW
 
@@ -341,8 +341,8 @@ def test_container_address_is_the_container_device_gid_only(rig, g0):
         m = InNs(g0, "M")
         m.check("rdma link add sm type sroce netdev m0")
         wait_for(lambda: g1.run("ping -c1 -W1 %s" % addr).ok, timeout=30, what="ping")
-        wait_for(lambda: _gid_or_none(m, "sm", addr), timeout=30, what="the address on sm")
-        assert _gid_or_none(g0, "sroce0", addr) is None, \
+        wait_for(lambda: gid_index_or_none(m, "sm", addr), timeout=30, what="the address on sm")
+        assert gid_index_or_none(g0, "sroce0", addr) is None, \
             g0.run("grep -H . /sys/class/infiniband/sroce0/ports/1/gids/* | grep -v ':0000:'").out
         flags = "-p %d -v -C %d -S %d" % (port, count, size)
         srv, cli = client_server(m, "rping -s -a %s %s" % (addr, flags),
@@ -376,7 +376,7 @@ def test_gid_of_an_upper_macvlan_carries_traffic(rig, g0):
             g.check("rdma link add sroce0 type sroce netdev eth0")
         wait_for(lambda: g1.run("ping -c1 -W1 -I up0 10.99.3.1").ok, timeout=30,
                  what="ping between the macvlans")
-        idx = [wait_for(lambda g=g, a=addr: _gid_or_none(g, "sroce0", a), timeout=30,
+        idx = [wait_for(lambda g=g, a=addr: gid_index_or_none(g, "sroce0", a), timeout=30,
                         what="%s: the macvlan's GID on sroce0" % g.name)[0]
                for g, addr in guests]
         before = int(g0.read_file("/sys/class/infiniband/sroce0/ports/1/hw_counters/"
@@ -418,7 +418,7 @@ def test_gid_of_an_upper_bridge_belongs_to_the_one_device_below_it(g0):
         wait_for(lambda: p.run("ping -c1 -W1 10.98.0.1").ok, timeout=30, what="ping")
 
         def pingpong(timeout):
-            srv_gid = wait_for(lambda: _gid_or_none(g, "s1", "10.98.0.1"), timeout=30,
+            srv_gid = wait_for(lambda: gid_index_or_none(g, "s1", "10.98.0.1"), timeout=30,
                                what="the bridge's GID on s1")[0]
             cli_gid = gid_index(p, "sp", addr="10.98.0.2")
             return client_server(
@@ -430,7 +430,7 @@ def test_gid_of_an_upper_bridge_belongs_to_the_one_device_below_it(g0):
         assert_pingpong_ok(srv, cli, n=20)
 
         g.check("rdma link add s2 type sroce netdev vq1")
-        wait_for(lambda: _gid_or_none(g, "s2", "10.98.0.1"), timeout=30,
+        wait_for(lambda: gid_index_or_none(g, "s2", "10.98.0.1"), timeout=30,
                  what="the bridge's GID on s2 too")
         rx = "/sys/class/infiniband/%s/ports/1/hw_counters/rx_packets"
         before = [int(g.read_file(rx % d)) for d in ("s1", "s2")]
@@ -444,14 +444,6 @@ def test_gid_of_an_upper_bridge_belongs_to_the_one_device_below_it(g0):
         drop_namespaces(g, devs=("sp",))
         unload_all_rdma_links(g)
         g.run("ip link del br9; ip link del vq0; ip link del vp1; true")
-
-
-def _gid_or_none(g, dev, addr):
-    """(index,) of the RoCE v2 GID of addr on dev, or None while there is none."""
-    try:
-        return (gid_index(g, dev, addr=addr),)
-    except AssertionError:
-        return None
 
 
 def restore_eth0(g, mtu):
