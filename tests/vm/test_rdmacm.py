@@ -16,7 +16,8 @@ byte on both ends (the client's -v line is what it read back after the server's
 RDMA WRITE, the server's what it fetched with RDMA READ); the tools' own
 completion messages (ucmatose, udaddy, rdma_server/rdma_client); perftest's
 result row with a positive number in it (no thresholds: guests run under TCG);
-UCX's io_demo with its data check, over RC and over UD.
+UCX's io_demo with its data check, over RC and over UD; RDS over RDMA (rds_rdma)
+with sroce-rds-test checking its messages and RDMA byte for byte.
 """
 import re
 import signal
@@ -26,8 +27,8 @@ import time
 import pytest
 
 from bottleneck import counters
-from guestrdma import (both_ok, client_server, cm_listening, gid_index, perftest_clock_failed,
-                       wait_for)
+from guestrdma import (TOOLS, both_ok, client_server, cm_listening, gid_index,
+                       perftest_clock_failed, wait_for)
 from pairs import pair  # noqa: F401 (pair is a fixture)
 
 TIMEOUT = 120
@@ -476,3 +477,50 @@ def test_ucx_io_demo(cm, tls, want):
     moved = rdma_bytes(srv) - before
     assert moved >= IODEMO_MIN_BYTES, "%s carried %d bytes, want at least %d" % (
         srv.dev, moved, IODEMO_MIN_BYTES)
+
+
+# ------------------------------------------------------------ RDS
+
+RDS_PORT = 18634
+RDS_ROUNDS = 4
+RDS_MODULES = ("rds_rdma", "rds")
+
+
+def test_rds_rdma(cm):
+    """RDS over RDMA (rds_rdma, a kernel consumer that applications drive through
+    AF_RDS sockets; its connections come up through rdma_cm): sroce-rds-test
+    sends messages of 1 byte to 128 KiB that the server checks and echoes, then
+    RDMA-READs and RDMA-WRITEs unaligned ranges of a 1 MiB region the server
+    maps for the connection (rds_rdma registers it with a zero-based fast
+    registration and invalidates it when freed), each operation's status and
+    every byte checked on both ends (the write's range and that nothing else in
+    the region changed). RDS must have used the RDMA devices: with rds_tcp not
+    loaded there is no other transport, and the sroce ends' counters must show
+    the bytes."""
+    srv, cli = cm.server, cm.client
+    sroce = [s for s in (srv, cli) if s.kind == "sroce"]
+    for side in (srv, cli):
+        side.guest.check("modprobe rds_rdma && ! lsmod | grep -q '^rds_tcp '")
+    try:
+        before = [rdma_bytes(s) for s in sroce]
+        tool = TOOLS + "/sroce-rds-test %s %s %s %d %d"
+        server = srv.guest.spawn(tool % ("server", srv.guest.ip4, cli.guest.ip4, RDS_PORT,
+                                         RDS_ROUNDS))
+        try:
+            c = cli.guest.run(tool % ("client", cli.guest.ip4, srv.guest.ip4, RDS_PORT,
+                                      RDS_ROUNDS), timeout=TIMEOUT)
+        finally:
+            s = server.wait(TIMEOUT if c.ok else 10)
+        assert c.ok and s.ok, "client: %r\nserver: %r" % (c, s)
+        want = "rds ok %d rounds, %d messages" % (RDS_ROUNDS, RDS_ROUNDS * 10)
+        assert c.out.startswith(want) and s.out.startswith(want), (c, s)
+        read, written = map(int, re.search(r"(\d+) bytes read, (\d+) bytes written",
+                                           c.out).groups())
+        assert read > 0 and written > 0, c
+        for side, b in zip(sroce, before):
+            moved = rdma_bytes(side) - b
+            assert moved >= read + written, "%s carried %d bytes, RDS moved %d" % (
+                side.dev, moved, read + written)
+    finally:
+        for side in (srv, cli):
+            side.guest.run("modprobe -r %s" % " ".join(RDS_MODULES), timeout=60)
