@@ -236,6 +236,28 @@ def test_netdev_leaving_namespace_takes_its_device(pair):
     assert {"sa", "sb"} <= rdma_devs(g)
 
 
+def test_link_added_right_after_its_netdev_moved(pair):
+    """A container script's pattern: move a netdev into a namespace and add a
+    link on it there at once, then back, 20 round trips with no pause. Each
+    move unregisters the device the netdev leaves behind (queued when the
+    netdev goes); the new link must not meet it (EEXIST) nor wait for ever."""
+    a, _ = pair
+    g = a.g
+    g.check("ip netns add C && ip link add d0 type dummy && ip link set d0 up")
+    try:
+        r = g.run("rdma link add sd type sroce netdev d0 && for i in $(seq 20); do "
+                  "ip link set d0 netns C && "
+                  "ip netns exec C rdma link add sc type sroce netdev d0 || exit 1; "
+                  "ip -n C link set d0 netns 1 && "
+                  "rdma link add sd type sroce netdev d0 || exit 2; done", timeout=300)
+        assert r.ok, r
+        wait_for(lambda: "sc" not in rdma_devs(g), what="sc unregistered")
+        assert "sd" in rdma_devs(g)
+    finally:
+        g.run("rdma link del sd; ip link del d0; ip -n C link del d0; ip netns del C")
+    assert {"sa", "sb"} <= rdma_devs(g)
+
+
 def test_rxe_in_init_net_leaves_namespaces_alone(g0):
     """rdma_rxe binds port 4791 in init_net only: sroce in other namespaces
     still opens its sockets and works; in init_net the port stays rxe's."""
