@@ -1361,6 +1361,16 @@ TEST(ParentDomain, StandsForItsProtectionDomain)
 	EXPECT_EQ(sroce::get_pd(par)->pd_context, &cookie);
 	EXPECT_EQ(refused([&](auto &b) { b.pd = par; }), EINVAL);	/* no nesting */
 	EXPECT_EQ(sroce_dealloc_pd(&pd.ibv), EBUSY);
+
+	/* a CQ, QP or SRQ on the parent domain holds it, not a plain PD */
+	EXPECT_EQ(sroce::parent_hold(&pd.ibv), nullptr);
+	EXPECT_EQ(sroce::parent_hold(nullptr), nullptr);
+	sroce::pd *held = sroce::parent_hold(par);
+	ASSERT_EQ(held, sroce::get_pd(par));
+	EXPECT_EQ(sroce_dealloc_pd(par), EBUSY);
+	sroce::parent_release(held);
+	sroce::parent_release(nullptr);
+
 	EXPECT_EQ(sroce_dealloc_pd(par), 0);
 	EXPECT_EQ(pd.parents.load(), 0u);
 }

@@ -395,6 +395,8 @@ struct ibv_cq_ex *sroce_create_cq_ex(struct ibv_context *ibctx,
 		return nullptr;
 	}
 	sroce::init_cq_ex(cq, attr->wc_flags);
+	if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD)
+		cq->parent = sroce::parent_hold(attr->parent_domain);
 	return &cq->ibv_ex;
 }
 
@@ -405,6 +407,7 @@ int sroce_destroy_cq(struct ibv_cq *ibcq)
 	const int err = ibv_cmd_destroy_cq(ibcq);
 	if (err)
 		return err;
+	sroce::parent_release(cq->parent);
 	munmap(cq->map, cq->map_size);
 	pthread_spin_destroy(&cq->lock);
 	pthread_spin_destroy(&cq->ring_lock);

@@ -6,7 +6,8 @@
  * takes its protection domain's command handle, so every object created on
  * it (QP, SRQ, MR, AH, and a CQ created with IBV_CQ_INIT_ATTR_MASK_PD)
  * belongs to that protection domain in the kernel. A protection domain with
- * parent domains on it cannot be deallocated (EBUSY). Thread domains are not
+ * parent domains on it cannot be deallocated (EBUSY), nor a parent domain
+ * with CQs, QPs or SRQs on it (EBUSY, as on mlx5). Thread domains are not
  * implemented (alloc_td: EOPNOTSUPP), so a parent domain has none.
  */
 #include <cerrno>
@@ -56,6 +57,8 @@ int sroce_dealloc_pd(struct ibv_pd *ibpd)
 	sroce::pd *pd = sroce::get_pd(ibpd);
 
 	if (pd->protection) {
+		if (pd->users.load(std::memory_order_acquire))
+			return EBUSY;
 		pd->protection->parents.fetch_sub(1, std::memory_order_release);
 		std::free(pd);
 		return 0;

@@ -443,6 +443,8 @@ struct ibv_qp *create_qp(struct ibv_context *ibctx,
 	}
 	if (with_ops)
 		init_qp_ex(qp, attr->send_ops_flags);
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_PD)
+		qp->parent = parent_hold(attr->pd);
 	sroce_log(verbs_get_ctx(ibctx), SROCE_VERBS_LOG_DEBUG,
 		  "qpn %u: sq %u x %u, rq %u x %u", qp->vqp.qp.qp_num,
 		  drv.sq_entries, drv.sq_wqe_size, drv.rq_entries, drv.rq_wqe_size);
@@ -672,6 +674,7 @@ int sroce_destroy_qp(struct ibv_qp *ibqp)
 	if (err)
 		return err;
 	sroce::clean_cqs(ibqp);	/* the kernel adds nothing for it any more */
+	sroce::parent_release(qp->parent);
 	sroce::unmap_queues(qp);
 	pthread_spin_destroy(&qp->sq_lock);
 	pthread_spin_destroy(&qp->rq_lock);

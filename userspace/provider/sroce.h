@@ -43,6 +43,7 @@ struct pd {
 	uint32_t pdn;			/* kernel PD number, for diagnostics */
 	pd *protection;			/* parent domains: their PD */
 	std::atomic<uint32_t> parents;	/* PDs: parent domains on it */
+	std::atomic<uint32_t> users;	/* parent domains: CQs, QPs, SRQs on it */
 	void *(*alloc)(struct ibv_pd *, void *, size_t, size_t, uint64_t);
 	void (*free)(struct ibv_pd *, void *, void *, uint64_t);
 	void *pd_context;
@@ -85,6 +86,7 @@ struct cq {
 	 * resize takes it inside lock, req_notify_cq alone.
 	 */
 	pthread_spinlock_t ring_lock;
+	pd *parent;			/* the parent domain it was created on */
 	/* Extended polling: the entry start/next_poll returned, copied. */
 	uint32_t avail;			/* entries known to be ready at cons */
 	bool cur_valid;			/* cur is the entry at cons */
@@ -118,6 +120,7 @@ struct qp {
 	size_t sq_map_size;
 	void *rq_map;
 	size_t rq_map_size;
+	pd *parent;			/* the parent domain it was created on */
 };
 
 /*
@@ -138,6 +141,7 @@ struct srq {
 	uint32_t srqn;
 	void *map;
 	size_t map_size;
+	pd *parent;			/* the parent domain it was created on */
 };
 
 /* An address handle: the kernel's AH number goes into UD send WQEs. */
@@ -168,6 +172,26 @@ inline context *get_context(struct ibv_context *ibctx)
 inline pd *get_pd(struct ibv_pd *ibpd)
 {
 	return outer_of<pd>(ibpd, offsetof(pd, ibv));
+}
+
+/*
+ * A CQ, QP or SRQ created on ibpd holds it if it is a parent domain (whose
+ * dealloc then fails with EBUSY, as mlx5's does); the parent domain, or
+ * nullptr, for parent_release() when the object goes.
+ */
+inline pd *parent_hold(struct ibv_pd *ibpd)
+{
+	pd *p = ibpd ? get_pd(ibpd) : nullptr;
+	if (!p || !p->protection)
+		return nullptr;
+	p->users.fetch_add(1, std::memory_order_relaxed);
+	return p;
+}
+
+inline void parent_release(pd *parent)
+{
+	if (parent)
+		parent->users.fetch_sub(1, std::memory_order_release);
 }
 
 inline xrcd *get_xrcd(struct ibv_xrcd *ibxrcd)

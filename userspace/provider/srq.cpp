@@ -188,6 +188,7 @@ struct ibv_srq *sroce_create_srq_ex(struct ibv_context *ibctx,
 		errno = err;
 		return nullptr;
 	}
+	srq->parent = sroce::parent_hold(attr->pd);
 	sroce_log(verbs_get_ctx(ibctx), SROCE_VERBS_LOG_DEBUG,
 		  "%s srq %u: %u x %u", type == IBV_SRQT_XRC ? "xrc" : "basic",
 		  resp.drv.srqn, resp.drv.entries, resp.drv.wqe_size);
@@ -267,6 +268,7 @@ int sroce_destroy_srq(struct ibv_srq *ibsrq)
 	const int err = ibv_cmd_destroy_srq(ibsrq);
 	if (err)
 		return err;
+	sroce::parent_release(srq->parent);
 	munmap(srq->map, srq->map_size);
 	pthread_spin_destroy(&srq->lock);
 	std::free(srq);
