@@ -39,6 +39,13 @@ PINGPONGS = [
     # -e: sleep in ibv_get_cq_event, one CQ for sends and receives, all of it
     # polled after each event (completion events with rdma_rxe; EVENTS_LAT_WHY)
     pytest.param("ibv_rc_pingpong -e", 4096, id="rc-events-4096"),
+    # -N: the ibv_wr_* API (ibv_wr_send, its wr_flags IBV_SEND_INLINE where the
+    # message fits); -o: the buffer an ODP MR, -O -P: an implicit ODP MR (the whole
+    # address space) prefetched with ibv_advise_mr (sroce pairs only: no ODP in rdma_rxe)
+    pytest.param("ibv_rc_pingpong -N", 64, id="rc-new-send-64"),
+    pytest.param("ibv_rc_pingpong -N", 65536, id="rc-new-send-65536"),
+    pytest.param("ibv_rc_pingpong -o", 65536, id="rc-odp-65536"),
+    pytest.param("ibv_rc_pingpong -O -P", 65536, id="rc-implicit-odp-prefetch-65536"),
     pytest.param("ibv_uc_pingpong", 4096, id="uc-4096"),
     pytest.param("ibv_ud_pingpong", ud_size, id="ud-mtu"),
     pytest.param("ibv_srq_pingpong", 4096, id="srq-4096"),
@@ -53,6 +60,8 @@ def test_pingpong(pair, prog, size, family):
     IPv4: the pingpong servers listen on 0.0.0.0 only."""
     if callable(size):
         size = size(pair)
+    if (" -o" in prog or " -O" in prog) and pair.kinds != ("sroce", "sroce"):
+        pytest.skip("Debian's rdma_rxe has no on-demand paging")
     srv, cli = pair.server, pair.client
 
     def cmd(side, host=""):
@@ -64,6 +73,34 @@ def test_pingpong(pair, prog, size, family):
     for who, r in (("server", s), ("client", c)):
         assert "%d iters in" % ITERS in r.out, "%s printed no result: %r" % (who, r)
         assert "invalid data" not in r.out + r.err, "%s: data check failed: %r" % (who, r)
+
+
+XSRQ_CLIENTS = 2
+XSRQ_TESTS = 20
+
+
+def test_xsrq_pingpong(pair):
+    """ibv_xsrq_pingpong (rdma-core's XRC example): a server with one XRC SRQ and
+    receive QP per client, XSRQ_CLIENTS clients in the other guest at once, each
+    sending XSRQ_TESTS messages spread over all of its send QPs to the server's
+    SRQ and receiving as many; every end counts its completions and the
+    termination handshake fails on a mismatch. sroce pairs only: Debian's
+    rdma_rxe has no XRC."""
+    if pair.kinds != ("sroce", "sroce"):
+        pytest.skip("Debian's rdma_rxe has no XRC")
+    srv, cli = pair.server, pair.client
+
+    def cmd(side, extra=""):
+        return "ibv_xsrq_pingpong -d %s -i 1 -g %d -m %d -s 4096 -n %d -c %d %s" % (
+            side.dev, side.gid["ipv4"], pair.mtu, XSRQ_TESTS, XSRQ_CLIENTS, extra)
+    clients = "".join("%s & p%d=$!; " % (cmd(cli, srv.guest.ip4), i)
+                      for i in range(XSRQ_CLIENTS))
+    waits = " && ".join("wait $p%d" % i for i in range(XSRQ_CLIENTS))
+    s, c = client_server(srv.guest, cmd(srv), cli.guest, clients + waits, timeout=TIMEOUT)
+    both_ok(s, c)
+    # "success": after the completion counts and the termination handshake
+    assert s.out.count("success") == 1, s
+    assert c.out.count("success") == XSRQ_CLIENTS, c
 
 
 # ------------------------------------------------------------ perftest
@@ -86,6 +123,10 @@ PERFTEST = {
     "send_bw_ud": ("ib_send_bw", "-c UD -s {mtu} -n %d --report_gbits" % ITERS, "{mtu}"),
     # four QPs at once; perftest reports iterations summed over the QPs
     "write_bw_4qp": ("ib_write_bw", "-q 4 -s 65536 -n 50 --report_gbits", 65536),
+    # both ends write at once (-b); UC writes; receives from a shared receive queue
+    "write_bw_bidir": ("ib_write_bw", "-b -s 65536 -n %d --report_gbits" % ITERS, 65536),
+    "write_bw_uc": ("ib_write_bw", "-c UC -s 65536 -n %d --report_gbits" % ITERS, 65536),
+    "send_bw_srq": ("ib_send_bw", "--use-srq -s 65536 -n %d --report_gbits" % ITERS, 65536),
     # on-demand paging regions on both ends (sroce only: Debian's rdma_rxe has no ODP);
     # their first use faults pages in, the responder answering with RNR NAKs meanwhile
     "write_bw_odp": ("ib_write_bw", "--odp -s 65536 -n %d --report_gbits" % ITERS, 65536),
