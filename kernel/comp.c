@@ -552,7 +552,7 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		break;
 	}
 
-	sroce_req_run_locked(qp, SROCE_REQ_BUDGET);	/* and SQD's check */
+	sroce_req_run_acked_locked(qp);	/* and SQD's check */
 	spin_unlock_bh(&qp->sq_lock);
 	consume_skb(skb);
 }

@@ -4,8 +4,9 @@
  *
  * The requester runs to completion in the context that has work for it,
  * under sq_lock, up to a budget of packets: the doorbell system call
- * (post_send), the completer when ACKs open the window (softirq), the retry
- * and RNR timers (softirq). Work beyond the budget goes to req.work.
+ * (post_send), the completer when ACKs open the window (softirq; a task
+ * waiting for the CPU sends it to req.work instead), the retry and RNR
+ * timers (softirq). Work beyond the budget goes to req.work.
  * Packets are built and handed to the IP layer under sq_lock, so they leave
  * in PSN order.
  *
@@ -1120,6 +1121,24 @@ void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
 {
 	__sroce_req_run_locked(qp, budget);
 	sroce_sqd_check_locked(qp);
+}
+
+/*
+ * The completer's run, in the NET_RX softirq when an ACK opens the window:
+ * there unless a task is waiting for this CPU. Since Linux 6.5 softirqs run
+ * at every interrupt exit even while ksoftirqd is busy, so a sender its ACKs
+ * keep busy would leave the processes of its CPU next to nothing (qperf's
+ * 5 s control timeouts expired on a one-CPU guest). Then the requester goes
+ * on from req.work on a normal-priority worker, which the scheduler shares
+ * out like any task.
+ */
+void sroce_req_run_acked_locked(struct sroce_qp *qp)
+{
+	if (in_serving_softirq() && need_resched() && !qp->dead) {
+		queue_work(system_wq, &qp->req.work);
+		return;
+	}
+	sroce_req_run_locked(qp, SROCE_REQ_BUDGET);
 }
 
 void sroce_req_run(struct sroce_qp *qp, unsigned int budget)

@@ -1163,6 +1163,7 @@ static inline u32 sroce_read_resume_psn(struct sroce_qp *qp,
 }
 
 void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget);
+void sroce_req_run_acked_locked(struct sroce_qp *qp);
 int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 psn,
 		       bool ackreq);
 void sroce_complete_head(struct sroce_qp *qp, struct sroce_swqe *wqe,
