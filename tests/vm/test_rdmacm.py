@@ -18,7 +18,8 @@ completion messages (ucmatose, udaddy, rdma_server/rdma_client); perftest's
 result row with a positive number in it (no thresholds: guests run under TCG);
 UCX's io_demo with its data check, over RC and over UD; RDS over RDMA (rds_rdma)
 with sroce-rds-test checking its messages and RDMA byte for byte; SMC-R (net/smc)
-with sroce-smc-test checking its stream both ways.
+with sroce-smc-test checking its stream both ways; qperf's RC tests over rdma_cm,
+its verified atomics among them.
 """
 import re
 import signal
@@ -567,3 +568,36 @@ def test_smc_r(cm):
     finally:
         for side in (srv, cli):
             side.guest.run("modprobe -r smc", timeout=60)
+
+
+# ------------------------------------------------------------ qperf
+
+QPERF_PORT = 19765
+# rc_rdma_write_bw three times: its client posts 1024 RDMA WRITEs of 64 KiB at once
+# and must still answer qperf's control connection within 5 s of the test's
+# end, with its CPU busy sending them (sroce's requester yields the CPU to
+# waiting tasks: sroce_req_run_acked_locked())
+QPERF_TESTS = ("rc_rdma_write_bw", "rc_rdma_write_bw", "rc_rdma_write_bw", "rc_bi_bw", "rc_lat", "rc_rdma_read_bw",
+               "ver_rc_compare_swap", "ver_rc_fetch_add")
+
+
+def test_qperf(cm):
+    """qperf 0.4.11 over rdma_cm (-cm1; without it qperf sets up RoCE QPs without a
+    GRH, which ib_core refuses for every RoCE device): RC send and RDMA WRITE
+    and READ bandwidth, bidirectional bandwidth, latency, and its two atomic
+    tests that verify every result (ver_rc_*), 2 s each. Every test must report
+    its figure; qperf fails a test whose end misses the 5 s control timeout."""
+    srv, cli = cm.server, cm.client
+    server = srv.guest.spawn("qperf -lp %d" % QPERF_PORT)
+    try:
+        wait_for(lambda: srv.guest.tcp_listening(QPERF_PORT, timeout=1) or None, timeout=30,
+                 what="qperf's server")
+        c = cli.guest.run("qperf -cm1 -lp %d -t 2 %s %s" % (QPERF_PORT, srv.guest.ip4,
+                                                           " ".join(QPERF_TESTS)),
+                          timeout=TIMEOUT)
+    finally:
+        server.kill()
+        server.wait(10)
+    assert c.ok, c
+    got = re.findall(r"^(\w+):\n\s+(?:bw|latency|msg_rate)\s+=\s+[\d.]+ ", c.out, re.M)
+    assert got == list(QPERF_TESTS), c
