@@ -400,15 +400,6 @@ static int sroce_lower_dev(struct net_device *lower,
 	return w->found > 1;	/* a second one: stop */
 }
 
-static int sroce_lower_any(struct net_device *lower,
-			   struct netdev_nested_priv *priv)
-{
-	struct sroce_lower_walk *w = priv->data;
-
-	w->sdev = sroce_dev_by_ndev_rcu(lower);
-	return !!w->sdev;	/* the first one: stop */
-}
-
 /*
  * An sroce device on one of @ndev's lower netdevs (any depth), or NULL.
  * RCU; the result is valid until rcu_read_unlock().
@@ -418,7 +409,7 @@ struct sroce_dev *sroce_any_dev_below_rcu(struct net_device *ndev)
 	struct sroce_lower_walk w = {};
 	struct netdev_nested_priv priv = { .data = &w };
 
-	netdev_walk_all_lower_dev_rcu(ndev, sroce_lower_any, &priv);
+	netdev_walk_all_lower_dev_rcu(ndev, sroce_lower_dev, &priv);
 	return w.sdev;
 }
 

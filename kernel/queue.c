@@ -346,9 +346,7 @@ static int sroce_wq_write_send(struct sroce_wq *sq, bool ud,
 	if (wr->num_sge < 0)
 		return -EINVAL;
 	/* IB_SEND_INLINE means nothing to a READ or an atomic (as on mlx5) */
-	if (wr->opcode != IB_WR_SEND && wr->opcode != IB_WR_SEND_WITH_IMM &&
-	    wr->opcode != IB_WR_SEND_WITH_INV && wr->opcode != IB_WR_RDMA_WRITE &&
-	    wr->opcode != IB_WR_RDMA_WRITE_WITH_IMM)
+	if (sroce_op_is_rd(wr->opcode))
 		w->send_flags &= ~IB_SEND_INLINE;
 	if (w->send_flags & IB_SEND_INLINE) {
 		u32 len = 0;

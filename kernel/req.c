@@ -57,13 +57,6 @@ static enum ib_wc_opcode sroce_wc_opcode(u32 op)
 	}
 }
 
-static bool sroce_op_is_rd(u32 op)
-{
-	return op == IB_UVERBS_WR_RDMA_READ ||
-	       op == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
-	       op == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD;
-}
-
 /* Work requests executed locally, without packets. */
 static bool sroce_op_is_local(u32 op)
 {
@@ -677,10 +670,15 @@ int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 psn,
 
 /* -------------------------------------------------------------- requester */
 
-static void sroce_req_defer(struct sroce_qp *qp)
+static void sroce_req_defer_on(struct sroce_qp *qp, struct workqueue_struct *wq)
 {
 	if (!qp->dead)
-		queue_work(system_highpri_wq, &qp->req.work);
+		queue_work(wq, &qp->req.work);
+}
+
+static void sroce_req_defer(struct sroce_qp *qp)
+{
+	sroce_req_defer_on(qp, system_highpri_wq);
 }
 
 /*
@@ -1134,8 +1132,8 @@ void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
  */
 void sroce_req_run_acked_locked(struct sroce_qp *qp)
 {
-	if (in_serving_softirq() && need_resched() && !qp->dead) {
-		queue_work(system_wq, &qp->req.work);
+	if (in_serving_softirq() && need_resched()) {
+		sroce_req_defer_on(qp, system_wq);
 		return;
 	}
 	sroce_req_run_locked(qp, SROCE_REQ_BUDGET);

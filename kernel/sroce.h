@@ -1162,6 +1162,17 @@ static inline u32 sroce_read_resume_psn(struct sroce_qp *qp,
 	return sroce_psn_add(wqe->first_psn, wqe->read_done / qp->mtu);
 }
 
+/*
+ * READ and atomics: operations whose data comes back in responses (the
+ * kernel's IB_WR_* values of these equal the IB_UVERBS_WR_* ones).
+ */
+static inline bool sroce_op_is_rd(u32 op)
+{
+	return op == IB_UVERBS_WR_RDMA_READ ||
+	       op == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
+	       op == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD;
+}
+
 void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget);
 void sroce_req_run_acked_locked(struct sroce_qp *qp);
 int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 psn,
