@@ -582,6 +582,12 @@ void sroce_retry_timer(struct timer_list *t)
 	struct sroce_swqe *wqe;
 
 	spin_lock_bh(&qp->sq_lock);
+	/*
+	 * Re-armed while this expiry waited for sq_lock (progress on another
+	 * CPU): the new deadline decides, not this one.
+	 */
+	if (timer_pending(t))
+		goto out;
 	if (qp->dead || qp->type != IB_QPT_RC ||
 	    (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD) ||
 	    !sroce_req_waiting(qp) || qp->req.paused)
@@ -611,10 +617,15 @@ void sroce_rnr_timer(struct timer_list *t)
 	struct sroce_qp *qp = from_timer(qp, t, comp.rnr_timer);
 
 	spin_lock_bh(&qp->sq_lock);
+	/* A newer RNR NAK re-armed it meanwhile: wait out its delay instead. */
+	if (timer_pending(t) || !qp->req.paused)
+		goto out;
 	qp->req.paused = false;
 	if (!qp->dead) {
-		sroce_retry_arm(qp);
+		if (qp->state == IB_QPS_RTS || qp->state == IB_QPS_SQD)
+			sroce_retry_arm(qp);
 		sroce_req_run_locked(qp, SROCE_REQ_BUDGET);
 	}
+out:
 	spin_unlock_bh(&qp->sq_lock);
 }
