@@ -233,6 +233,7 @@ static void sroce_qp_init(struct sroce_qp *qp, struct sroce_dev *sdev,
 	timer_setup(&qp->comp.rnr_timer, sroce_rnr_timer, 0);
 	timer_setup(&qp->req.fetch_timer, sroce_req_fetch_timer, 0);
 	INIT_WORK(&qp->req.work, sroce_req_work);
+	INIT_WORK(&qp->req.yield_work, sroce_req_yield_work);
 	INIT_DELAYED_WORK(&qp->resp.work, sroce_resp_work);
 	INIT_WORK(&qp->err_work, sroce_err_work);
 	sroce_cc_init_qp(qp);
@@ -854,6 +855,7 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	del_timer_sync(&qp->comp.rnr_timer);
 	del_timer_sync(&qp->req.fetch_timer);
 	cancel_work_sync(&qp->req.work);
+	cancel_work_sync(&qp->req.yield_work);
 	cancel_delayed_work_sync(&qp->resp.work);
 	cancel_work_sync(&qp->err_work);
 	del_timer_sync(&qp->comp.retry_timer);

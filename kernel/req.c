@@ -5,7 +5,7 @@
  * The requester runs to completion in the context that has work for it,
  * under sq_lock, up to a budget of packets: the doorbell system call
  * (post_send), the completer when ACKs open the window (softirq; a task
- * waiting for the CPU sends it to req.work instead), the retry and RNR
+ * waiting for the CPU sends it to req.yield_work instead), the retry and RNR
  * timers (softirq). Work beyond the budget goes to req.work.
  * Packets are built and handed to the IP layer under sq_lock, so they leave
  * in PSN order.
@@ -670,15 +670,10 @@ int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 psn,
 
 /* -------------------------------------------------------------- requester */
 
-static void sroce_req_defer_on(struct sroce_qp *qp, struct workqueue_struct *wq)
-{
-	if (!qp->dead)
-		queue_work(wq, &qp->req.work);
-}
-
 static void sroce_req_defer(struct sroce_qp *qp)
 {
-	sroce_req_defer_on(qp, system_highpri_wq);
+	if (!qp->dead)
+		queue_work(system_highpri_wq, &qp->req.work);
 }
 
 /*
@@ -1127,13 +1122,14 @@ void sroce_req_run_locked(struct sroce_qp *qp, unsigned int budget)
  * at every interrupt exit even while ksoftirqd is busy, so a sender its ACKs
  * keep busy would leave the processes of its CPU next to nothing (qperf's
  * 5 s control timeouts expired on a one-CPU guest). Then the requester goes
- * on from req.work on a normal-priority worker, which the scheduler shares
- * out like any task.
+ * on from req.yield_work on a normal-priority worker, which the scheduler
+ * shares out like any task.
  */
 void sroce_req_run_acked_locked(struct sroce_qp *qp)
 {
 	if (in_serving_softirq() && need_resched()) {
-		sroce_req_defer_on(qp, system_wq);
+		if (!qp->dead)
+			queue_work(system_wq, &qp->req.yield_work);
 		return;
 	}
 	sroce_req_run_locked(qp, SROCE_REQ_BUDGET);
@@ -1154,6 +1150,14 @@ void sroce_req_kick(struct sroce_qp *qp)
 void sroce_req_work(struct work_struct *work)
 {
 	struct sroce_qp *qp = container_of(work, struct sroce_qp, req.work);
+
+	sroce_req_run(qp, SROCE_REQ_BUDGET * 4);
+	cond_resched();
+}
+
+void sroce_req_yield_work(struct work_struct *work)
+{
+	struct sroce_qp *qp = container_of(work, struct sroce_qp, req.yield_work);
 
 	sroce_req_run(qp, SROCE_REQ_BUDGET * 4);
 	cond_resched();

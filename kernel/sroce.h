@@ -620,6 +620,13 @@ struct sroce_req_info {
 	bool			cq_lost;	/* send CQ overrun: err_work to ERR */
 	unsigned long		tx_hold_since;	/* jiffies */
 	struct work_struct	work;		/* runs beyond a context's budget */
+	/*
+	 * The same run, for a softirq that yields its CPU: on system_wq (nice
+	 * 0) where work is on system_highpri_wq. A work item must stay on one
+	 * workqueue: queued on another while it runs, it runs twice at once,
+	 * and cancel_work_sync() waits for one of the two only.
+	 */
+	struct work_struct	yield_work;
 	struct timer_list	fetch_timer;	/* bounds a deferred fetch */
 };
 
@@ -1138,6 +1145,7 @@ void sroce_req_run(struct sroce_qp *qp, unsigned int budget);
 void sroce_req_kick(struct sroce_qp *qp);
 void sroce_req_pause_tick(struct sroce_qp *qp);
 void sroce_req_work(struct work_struct *work);
+void sroce_req_yield_work(struct work_struct *work);
 void sroce_sq_flush_locked(struct sroce_qp *qp);
 void sroce_req_reset_locked(struct sroce_qp *qp);
 
