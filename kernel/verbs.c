@@ -272,6 +272,24 @@ static void sroce_disassociate_ucontext(struct ib_ucontext *ibuc)
 {
 }
 
+/*
+ * The netdev of the port, held. ib_core keeps the one ib_device_set_netdev()
+ * gave it and asks this op first; the op is for the kernel's users that ask
+ * only the op: SMC-R in Linux 6.1 (before its move to ib_device_get_netdev()
+ * in late 2024) finds its RDMA device through it and silently stays on TCP
+ * without it. sdev->ndev is set before registration and
+ * cleared only by dealloc_driver, after every caller has let go of the device.
+ */
+static struct net_device *sroce_get_netdev(struct ib_device *ibdev, u32 port)
+{
+	struct net_device *ndev = READ_ONCE(to_sdev(ibdev)->ndev);
+
+	if (port != SROCE_PORT || !ndev)
+		return NULL;
+	dev_hold(ndev);
+	return ndev;
+}
+
 static ssize_t sroce_abi_version_show(struct device *device,
 				      struct device_attribute *attr, char *buf)
 {
@@ -353,6 +371,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.get_dma_mr = sroce_get_dma_mr,
 	.get_hw_stats = sroce_get_hw_stats,
 	.get_link_layer = sroce_get_link_layer,
+	.get_netdev = sroce_get_netdev,
 	.get_port_immutable = sroce_get_port_immutable,
 	.map_mr_sg = sroce_map_mr_sg,
 	.mmap = sroce_mmap,

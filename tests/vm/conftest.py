@@ -66,6 +66,7 @@ SUBSET_TESTS = [
     "test_rdmacm.py::test_rping[[]sroce-sroce-ipv6-4096]",
     "test_rdmacm.py::test_ucmatose[[]sroce-sroce-*]",
     "test_rdmacm.py::test_perftest_rdma_cm[[]sroce-sroce-write_bw]",
+    "test_rdmacm.py::test_smc_r[[]sroce-sroce]",
     "test_storage.py::TestNvmeRdma::test_io[[]sroce-sroce]",
     "test_storage.py::TestNvmeRdma::test_target_link_del_under_io[[]sroce-sroce]",
     # rmmod and netdev-down run on the default kernel only

@@ -547,6 +547,10 @@ def test_smc_r(cm):
     srv, cli = cm.server, cm.client
     sroce = [s for s in (srv, cli) if s.kind == "sroce"]
     tool = TOOLS + "/sroce-smc-test"
+    if len(sroce) < 2 and srv.guest.check("uname -r").startswith("6.1."):
+        # SMC-R of 6.1 finds its device by the driver's get_netdev op, which
+        # sroce has and rdma_rxe of 6.1 has not: SMC stays on TCP there.
+        pytest.skip("SMC-R of Linux 6.1 cannot use rdma_rxe (no get_netdev op)")
     try:
         for side in (srv, cli):
             side.guest.check("modprobe smc && %s ueid SROCE-TEST" % tool)
