@@ -469,6 +469,12 @@ int sroce_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	 */
 	pthread_spin_lock(&cq->ring_lock);
 	__atomic_fetch_or(&cq->hdr->arm, bits, __ATOMIC_SEQ_CST);
+	/*
+	 * The arm before any later load of the producer index: the language
+	 * orders a seq_cst read-modify-write against later plain acquire loads
+	 * only with a fence (x86 and arm64 would not need it, POWER does).
+	 */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	pthread_spin_unlock(&cq->ring_lock);
 	return 0;
 }

@@ -78,7 +78,7 @@ struct sroce_create_cq_resp {
  *
  * Notification (ibv_req_notify_cq) without a system call: user space ORs
  * SROCE_CQ_ARM_NEXT or SROCE_CQ_ARM_SOLICITED into arm with an atomic
- * read-modify-write that is a full barrier. After publishing a completion the
+ * read-modify-write followed by a full fence. After publishing a completion the
  * kernel issues a full barrier and reads arm; if it asks for this completion
  * (NEXT, or SOLICITED and the completion is solicited) the kernel clears arm
  * and raises the completion event (ibv_get_cq_event). The two barriers pair:
