@@ -16,13 +16,19 @@ receives to CPU 1. The client runs on CPU 0, so its doorbells transmit on CPU 0
 while the completer and the responder, run by received packets, transmit on
 CPU 1. An mq qdisc on va counts the packets of each queue. No IPv6 and static
 neighbours on the pair: what crosses it is RoCE and perftest's TCP exchange.
+
+The same guest runs many QPs' traffic at once on its two CPUs: every other
+suite boots one-CPU guests, where the requester, the completer, the
+responder, the ACK tasklet, the timers, the work items and the provider
+never run at the same time.
 """
 import os
 import re
+import time
 
 import pytest
 
-from guestrdma import REPO, client_server, console_guard, gid_index, rigmod
+from guestrdma import REPO, TOOLS, client_server, console_guard, gid_index, rigmod, wait_all
 from test_netns import InNs
 
 SETUP = """
@@ -101,3 +107,41 @@ def test_one_queue_per_qp(guest, tool, args):
     assert roce >= 300, roce
     assert max(per_queue.values()) >= roce, (
         "the QP's %d packets were spread over va's queues: %s" % (roce, per_queue))
+
+
+def test_concurrent_traffic_on_two_cpus(guest):
+    """Both directions at once, unpinned: RDMA WRITE bandwidth on 4 QPs each way,
+    READ bandwidth on 2 QPs each way, rping's verified READs and WRITEs
+    (64 KiB), sroce-rdma-test's cases (every byte and completion checked) and
+    qperf's verified atomics, for about 20 s. Every program must succeed and
+    the console stay clean (console_guard)."""
+    g, b = guest, InNs(guest, "B")
+    ga, gb = gid_index(g, "sa", addr="10.78.0.1"), gid_index(b, "sb", addr="10.78.0.2")
+    bw = "%s -d %s -x %d -q %d -s 65536 -D 20 -p %d %s"
+    servers = [b.spawn(bw % ("ib_write_bw", "sb", gb, 4, 19001, "")),
+               g.spawn(bw % ("ib_read_bw", "sa", ga, 2, 19002, "")),
+               b.spawn("for i in 1 2; do rping -s -a 10.78.0.2 -C 200 -S 65000 -V -p 19010 "
+                       "|| exit 1; done"),
+               b.spawn("for i in 1 2; do %s/sroce-rdma-test -d sb --gid %d --server --port 19020 "
+                       "|| exit 1; done" % (TOOLS, gb))]
+    qperf = b.spawn("qperf -lp 19030")
+    try:
+        time.sleep(2)
+        clients = [g.spawn(bw % ("ib_write_bw", "sa", ga, 4, 19001, "10.78.0.2")),
+                   b.spawn(bw % ("ib_read_bw", "sb", gb, 2, 19002, "10.78.0.1")),
+                   g.spawn("for i in 1 2; do sleep 1; rping -c -a 10.78.0.2 -C 200 -S 65000 -V "
+                           "-p 19010 || exit 1; done"),
+                   g.spawn("for i in 1 2; do sleep 1; %s/sroce-rdma-test -d sa --gid %d "
+                           "--client 10.78.0.2 --port 19020 || exit 1; done" % (TOOLS, ga)),
+                   g.spawn("for i in 1 2; do qperf -cm1 -lp 19030 -t 3 10.78.0.2 "
+                           "ver_rc_compare_swap ver_rc_fetch_add rc_bi_bw || exit 1; done")]
+        results = wait_all(servers + clients, 300)
+    finally:
+        qperf.kill()
+        qperf.wait(10)
+    failed = [r for r in results if r.rc != 0]
+    assert not failed, failed
+    tests = [r for r in results if "sroce-rdma-test" in r.cmd]
+    assert all(r.out.count("RESULT: PASS") == 2 for r in tests), tests
+    q = results[-1]
+    assert q.out.count("ver_rc_fetch_add:") == 2, q
