@@ -1147,20 +1147,21 @@ void sroce_req_kick(struct sroce_qp *qp)
 	sroce_req_run(qp, SROCE_REQ_BUDGET);
 }
 
-void sroce_req_work(struct work_struct *work)
+/* A worker's run, for req.work and req.yield_work alike. */
+static void sroce_req_work_run(struct sroce_qp *qp)
 {
-	struct sroce_qp *qp = container_of(work, struct sroce_qp, req.work);
-
 	sroce_req_run(qp, SROCE_REQ_BUDGET * 4);
 	cond_resched();
 }
 
+void sroce_req_work(struct work_struct *work)
+{
+	sroce_req_work_run(container_of(work, struct sroce_qp, req.work));
+}
+
 void sroce_req_yield_work(struct work_struct *work)
 {
-	struct sroce_qp *qp = container_of(work, struct sroce_qp, req.yield_work);
-
-	sroce_req_run(qp, SROCE_REQ_BUDGET * 4);
-	cond_resched();
+	sroce_req_work_run(container_of(work, struct sroce_qp, req.yield_work));
 }
 
 /* Run the requester, or leave it to req_work where sq_lock cannot be taken. */

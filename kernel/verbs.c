@@ -277,8 +277,8 @@ static void sroce_disassociate_ucontext(struct ib_ucontext *ibuc)
  * gave it and asks this op first; the op is for the kernel's users that ask
  * only the op: SMC-R in Linux 6.1 (before its move to ib_device_get_netdev()
  * in late 2024) finds its RDMA device through it and silently stays on TCP
- * without it. sdev->ndev is set before registration and
- * cleared only by dealloc_driver, after every caller has let go of the device.
+ * without it. sdev->ndev is set before registration and cleared only by
+ * dealloc_driver, after every caller has let go of the device.
  */
 static struct net_device *sroce_get_netdev(struct ib_device *ibdev, u32 port)
 {
