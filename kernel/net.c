@@ -548,19 +548,26 @@ int sroce_tx_alloc(struct sroce_dev *sdev, const struct sroce_av *av,
  */
 static void sroce_tx_write_space(struct sock *sk)
 {
+	struct sroce_qp_slot *slot;
 	struct sroce_qp *qp;
 
 	smp_mb();	/* sk_wmem_alloc down before tx_stalled is read */
 	rcu_read_lock();
-	qp = rcu_dereference_sk_user_data(sk);
-	if (qp && READ_ONCE(qp->tx_stalled) && !READ_ONCE(qp->dead) &&
+	slot = rcu_dereference_sk_user_data(sk);
+	if (!slot || !refcount_inc_not_zero(&slot->ref)) {
+		rcu_read_unlock();	/* destroy_qp is past its wait */
+		return;
+	}
+	rcu_read_unlock();
+	qp = slot->qp;
+	if (READ_ONCE(qp->tx_stalled) && !READ_ONCE(qp->dead) &&
 	    sk_wmem_alloc_get(sk) <= SROCE_TX_LOW * READ_ONCE(qp->tx_unit)) {
 		if (test_and_clear_bit(SROCE_TX_WAIT_REQ, &qp->tx_stalled))
 			queue_work(system_highpri_wq, &qp->req.work);
 		if (test_and_clear_bit(SROCE_TX_WAIT_RESP, &qp->tx_stalled))
 			queue_delayed_work(system_highpri_wq, &qp->resp.work, 0);
 	}
-	rcu_read_unlock();
+	sroce_qp_put(qp);
 }
 
 /*
@@ -610,7 +617,7 @@ int sroce_tx_sock_create(struct sroce_qp *qp)
 	qp->tx_stalled = 0;
 	sk = qp->tx_sock->sk;
 	write_lock_bh(&sk->sk_callback_lock);
-	rcu_assign_sk_user_data(sk, qp);
+	rcu_assign_sk_user_data(sk, qp->slot);
 	qp->tx_write_space = sk->sk_write_space;
 	WRITE_ONCE(sk->sk_write_space, sroce_tx_write_space);
 	write_unlock_bh(&sk->sk_callback_lock);
@@ -618,8 +625,9 @@ int sroce_tx_sock_create(struct sroce_qp *qp)
 }
 
 /*
- * At destroy_qp, before a grace period: after it, no write_space callback
- * looks at the QP, and packets freed later call the socket's own.
+ * At destroy_qp, before it drops the QP's own reference: packets freed
+ * later call the socket's own callback, and one of ours already running
+ * holds a reference (or fails to take one) through the QP's slot.
  */
 void sroce_tx_sock_detach(struct sroce_qp *qp)
 {

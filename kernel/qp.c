@@ -21,10 +21,13 @@
  * Lifetime
  * --------
  * The receive path finds a QP by QPN in sdev->qp_xa under RCU and takes a
- * reference (ref). destroy_qp marks the QP dead under both locks (no timer
- * or work item is armed after that), unpublishes the QPN, drops the initial
- * reference and waits for the last one; then it stops timers and work items
- * and frees what the QP owns. ib_core frees the structure after we return.
+ * reference in its slot (struct sroce_qp_slot), as does the transmit
+ * socket's write_space callback. destroy_qp marks the QP dead under both
+ * locks (no timer or work item is armed after that), unpublishes the QPN and
+ * the socket's pointer, drops the initial reference and waits for the last
+ * one; then it stops timers and work items and frees what the QP owns.
+ * ib_core frees the structure after we return; the slot goes a grace period
+ * later, so destroy_qp itself never waits for one.
  */
 
 #include <linux/cpumask.h>
@@ -70,19 +73,20 @@ void sroce_qp_fini_dev(struct sroce_dev *sdev)
 
 struct sroce_qp *sroce_qp_get(struct sroce_dev *sdev, u32 qpn)
 {
-	struct sroce_qp *qp;
+	struct sroce_qp_slot *slot;
+	struct sroce_qp *qp = NULL;
 
 	rcu_read_lock();
-	qp = xa_load(&sdev->qp_xa, qpn);
-	if (qp && !refcount_inc_not_zero(&qp->ref))
-		qp = NULL;
+	slot = xa_load(&sdev->qp_xa, qpn);
+	if (slot && refcount_inc_not_zero(&slot->ref))
+		qp = slot->qp;
 	rcu_read_unlock();
 	return qp;
 }
 
 void sroce_qp_put(struct sroce_qp *qp)
 {
-	if (refcount_dec_and_test(&qp->ref))
+	if (refcount_dec_and_test(&qp->slot->ref))
 		complete(&qp->done);
 }
 
@@ -225,7 +229,6 @@ static void sroce_qp_init(struct sroce_qp *qp, struct sroce_dev *sdev,
 	qp->state = IB_QPS_RESET;
 	qp->path_mtu = IB_MTU_1024;
 	qp->mtu = 1024;
-	refcount_set(&qp->ref, 1);
 	init_completion(&qp->done);
 	spin_lock_init(&qp->sq_lock);
 	spin_lock_init(&qp->rq_lock);
@@ -403,9 +406,16 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (init->qp_type == IB_QPT_XRC_TGT)
 		memset(&init->cap, 0, sizeof(init->cap));
 	sroce_qp_init(qp, sdev, init, !!udata);
+	qp->slot = kmalloc(sizeof(*qp->slot), GFP_KERNEL_ACCOUNT);
+	if (!qp->slot) {
+		err = -ENOMEM;
+		goto err_count;
+	}
+	refcount_set(&qp->slot->ref, 1);
+	qp->slot->qp = qp;
 	err = dst_cache_init(&qp->tx_dst, GFP_KERNEL);
 	if (err)
-		goto err_count;
+		goto err_slot;
 	err = sroce_tx_sock_create(qp);
 	if (err)
 		goto err_dst;
@@ -424,7 +434,7 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		if (err)
 			goto err_qpn;
 	}
-	xa_store(&sdev->qp_xa, ibqp->qp_num, qp, GFP_KERNEL);
+	xa_store(&sdev->qp_xa, ibqp->qp_num, qp->slot, GFP_KERNEL);
 	return 0;
 
 err_qpn:
@@ -434,6 +444,8 @@ err_queues:
 	sroce_tx_sock_release(qp);
 err_dst:
 	dst_cache_destroy(&qp->tx_dst);
+err_slot:
+	kfree(qp->slot);	/* never published */
 err_count:
 	atomic_dec(&sdev->num_qp);
 	return err;
@@ -841,13 +853,13 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	spin_unlock_bh(&qp->sq_lock);
 
 	/*
-	 * No new receive finds the QP; lookups that found it before have
-	 * their reference after a grace period (ib_core frees the QP once we
-	 * return), and drop it when their packet is done.
+	 * No new lookup finds the slot; one that found it before either got
+	 * its reference already or fails to once the count is zero, and the
+	 * slot it reads stays allocated until a grace period after we are
+	 * done. References are dropped when their packet is done.
 	 */
 	xa_erase(&sdev->qp_xa, ibqp->qp_num);
 	sroce_tx_sock_detach(qp);	/* its callback: see net.c */
-	synchronize_rcu();
 	sroce_qp_put(qp);
 	wait_for_completion(&qp->done);
 
@@ -879,6 +891,7 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 
 	sroce_qp_free_queues(qp);
 	dst_cache_destroy(&qp->tx_dst);
+	kfree_rcu(qp->slot, rcu);
 	atomic_dec(&sdev->num_qp);
 	return 0;
 }

@@ -224,7 +224,7 @@ static void sroce_resp_ack_later(struct sroce_qp *qp, u32 psn)
 	qp->resp.ack_msn = qp->resp.msn;
 	if (qp->resp.ack_queued)
 		return;		/* on a list already, maybe another CPU's */
-	if (!refcount_inc_not_zero(&qp->ref)) {
+	if (!refcount_inc_not_zero(&qp->slot->ref)) {
 		sroce_resp_ack_flush_locked(qp);	/* being destroyed */
 		return;
 	}

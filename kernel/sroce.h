@@ -741,6 +741,18 @@ struct sroce_resp_info {
 	struct list_head	ack_node;
 };
 
+/*
+ * What qp_xa and the transmit socket point to: it outlives the QP by a
+ * grace period (kfree_rcu), so a lookup that loaded it can still try for a
+ * reference, and fails once the QP's destroy has dropped the last one. The
+ * QP itself is freed by ib_core as soon as destroy_qp returns.
+ */
+struct sroce_qp_slot {
+	refcount_t		ref;
+	struct sroce_qp		*qp;
+	struct rcu_head		rcu;
+};
+
 struct sroce_qp {
 	struct ib_qp		ibqp;
 	struct sroce_dev	*sdev;
@@ -786,8 +798,12 @@ struct sroce_qp {
 	u32			tx_hash;
 	unsigned int		tx_cpu;
 
-	/* Receive path lookups (qp.c); done completes when ref hits zero. */
-	refcount_t		ref;
+	/*
+	 * Lookups by QPN (receive path) and the transmit socket's callback
+	 * find the QP through its slot and take a reference there (qp.c);
+	 * done completes when it hits zero.
+	 */
+	struct sroce_qp_slot	*slot;
 	struct completion	done;
 
 	/*
