@@ -115,7 +115,14 @@ static u8 sroce_resp_opcode(const struct sroce_qp *qp, u8 rc_op)
 }
 
 #define SROCE_RESP_BUDGET	64
+/*
+ * Requests waiting behind a READ: per QP, and in bytes for the whole device,
+ * whose QPs may all be answering READs (the skbs are charged to no socket
+ * once looped back or received). Past either, a request is dropped and the
+ * requester retransmits it.
+ */
 #define SROCE_BACKLOG_MAX	256
+#define SROCE_BACKLOG_DEV_BYTES	(32L << 20)
 
 /* --------------------------------------------------------------- sending */
 
@@ -487,6 +494,35 @@ static void sroce_read_job_end(struct sroce_qp *qp)
 	memset(&qp->resp.read, 0, sizeof(qp->resp.read));
 }
 
+/* The backlog (under rq_lock): its skbs count against the device's limit. */
+static bool sroce_resp_backlog_charge(struct sroce_qp *qp, struct sk_buff *skb)
+{
+	atomic_long_t *bytes = &qp->sdev->backlog_bytes;
+
+	if (atomic_long_add_return(skb->truesize, bytes) <=
+	    SROCE_BACKLOG_DEV_BYTES)
+		return true;
+	atomic_long_sub(skb->truesize, bytes);
+	return false;
+}
+
+static struct sk_buff *sroce_resp_backlog_pop(struct sroce_qp *qp)
+{
+	struct sk_buff *skb = __skb_dequeue(&qp->resp.backlog);
+
+	if (skb)
+		atomic_long_sub(skb->truesize, &qp->sdev->backlog_bytes);
+	return skb;
+}
+
+static void sroce_resp_backlog_purge(struct sroce_qp *qp)
+{
+	struct sk_buff *skb;
+
+	while ((skb = sroce_resp_backlog_pop(qp)))
+		kfree_skb(skb);
+}
+
 /*
  * The responder stops: no message in progress, no READ being answered,
  * nothing queued behind it. For ERR, reset and destroy; frees skbs that may
@@ -500,7 +536,7 @@ void sroce_resp_stop_locked(struct sroce_qp *qp)
 	sroce_resp_drop_write(qp);
 	sroce_read_job_end(qp);
 	qp->resp.in_msg = false;
-	skb_queue_purge(&qp->resp.backlog);
+	sroce_resp_backlog_purge(qp);
 }
 
 void sroce_resp_reset_locked(struct sroce_qp *qp)
@@ -1617,7 +1653,8 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	if (comm_est)
 		qp->resp.comm_est = true;
 	if (qp->resp.read.active || !skb_queue_empty(&qp->resp.backlog)) {
-		if (skb_queue_len(&qp->resp.backlog) < SROCE_BACKLOG_MAX) {
+		if (skb_queue_len(&qp->resp.backlog) < SROCE_BACKLOG_MAX &&
+		    sroce_resp_backlog_charge(qp, skb)) {
 			/* The input route is not held: valid only in this RCU section. */
 			skb_dst_drop(skb);
 			__skb_queue_tail(&qp->resp.backlog, skb);
@@ -1669,9 +1706,11 @@ void sroce_resp_work(struct work_struct *work)
 				      qp->resp.read.tx_wait ||
 				      qp->resp.read.paced))
 				break;
+			/* The budget counts packets; a run may have sent that many. */
+			budget -= min(budget, SROCE_RESP_BUDGET - 1);
 			continue;	/* the job may also have ended in error */
 		}
-		skb = __skb_dequeue(&qp->resp.backlog);
+		skb = sroce_resp_backlog_pop(qp);
 		if (!skb)
 			break;
 		ip = skb_network_header(skb);

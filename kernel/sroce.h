@@ -265,6 +265,8 @@ struct sroce_dev {
 	u32			qp_next;	/* cyclic QPN allocation */
 	atomic_t		num_qp;
 	atomic_t		num_srq;
+	/* truesize of the skbs in the QPs' responder backlogs (resp.c) */
+	atomic_long_t		backlog_bytes;
 	/* XRC SRQs by SRQ number (RCU readers, see srq.c). */
 	struct xarray		srq_xa;
 	u32			srq_next;
