@@ -136,7 +136,8 @@ int sroce_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 
 	xa_lock_irqsave(&sdev->ah_xa, irqflags);
 	err = __xa_alloc_cyclic(&sdev->ah_xa, &ah->ah_num, ah->entry,
-				XA_LIMIT(1, SROCE_MAX_AH), &sdev->ah_next,
+				XA_LIMIT(1, sroce_max_for(SROCE_MAX_AH, udata)),
+				&sdev->ah_next,
 				gfp);
 	xa_unlock_irqrestore(&sdev->ah_xa, irqflags);
 	if (err < 0) {

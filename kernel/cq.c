@@ -181,7 +181,8 @@ int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	if (udata && udata->outlen < sizeof(struct sroce_create_cq_resp))
 		return -EINVAL;
 
-	if (atomic_inc_return(&sdev->num_cq) > SROCE_MAX_CQ) {
+	if (atomic_inc_return(&sdev->num_cq) >
+	    sroce_max_for(SROCE_MAX_CQ, udata)) {
 		err = -ENOMEM;
 		goto err_count;
 	}

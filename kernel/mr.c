@@ -121,14 +121,15 @@ void sroce_mr_put(struct sroce_mr *mr)
 }
 
 /* Reserve an index, then publish the fully initialised MR under its key. */
-static int sroce_mr_publish(struct sroce_dev *sdev, struct sroce_mr *mr)
+static int sroce_mr_publish(struct sroce_dev *sdev, struct sroce_mr *mr,
+			    bool user)
 {
 	u32 index, variant;
 	int err;
 
 	err = xa_alloc_cyclic(&sdev->mr_xa, &index, NULL,
-			      XA_LIMIT(1, SROCE_MAX_MR), &sdev->mr_next,
-			      GFP_KERNEL);
+			      XA_LIMIT(1, sroce_max_for(SROCE_MAX_MR, user)),
+			      &sdev->mr_next, GFP_KERNEL);
 	if (err < 0)
 		return err == -EBUSY ? -ENOMEM : err;
 
@@ -196,7 +197,7 @@ struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access)
 	mr->iova = 0;
 	mr->length = U64_MAX;
 
-	err = sroce_mr_publish(sdev, mr);
+	err = sroce_mr_publish(sdev, mr, false);
 	if (err) {
 		kfree(mr);
 		return ERR_PTR(err);
@@ -232,7 +233,7 @@ static int sroce_mr_install(struct sroce_dev *sdev, struct sroce_mr *mr,
 			    struct sroce_mr *old)
 {
 	int err = old ? sroce_mr_republish(sdev, mr, old) :
-			sroce_mr_publish(sdev, mr);
+			sroce_mr_publish(sdev, mr, true);
 
 	if (err)
 		return err;
@@ -800,7 +801,7 @@ struct ib_mr *sroce_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 		err = -ENOMEM;
 		goto err_free;
 	}
-	err = sroce_mr_publish(sdev, mr);
+	err = sroce_mr_publish(sdev, mr, false);
 	if (err)
 		goto err_free;
 	return &mr->ibmr;

@@ -13,7 +13,8 @@ int sroce_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	int id, err;
 
 	/* The ID range is what enforces max_pd. */
-	id = ida_alloc_range(&sdev->pd_ida, 1, SROCE_MAX_PD, GFP_KERNEL);
+	id = ida_alloc_range(&sdev->pd_ida, 1,
+			     sroce_max_for(SROCE_MAX_PD, udata), GFP_KERNEL);
 	if (id < 0)
 		return id == -ENOSPC ? -ENOMEM : id;
 	pd->pdn = id;

@@ -392,7 +392,10 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	err = sroce_qp_check_init(sdev, init, !!udata);
 	if (err)
 		return err;
-	if (atomic_inc_return(&sdev->num_qp) > SROCE_MAX_QP) {
+	/* ib_core makes a user's XRC target without udata. */
+	if (atomic_inc_return(&sdev->num_qp) >
+	    sroce_max_for(SROCE_MAX_QP, udata ||
+			  init->qp_type == IB_QPT_XRC_TGT)) {
 		err = -ENOMEM;
 		goto err_count;
 	}

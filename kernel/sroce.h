@@ -174,6 +174,17 @@ enum sroce_cnt {
 	SROCE_CNT_NR = SROCE_CNT_DROP_BASE + SROCE_WIRE_E_NR - 1
 };
 
+/*
+ * Of each object count and number space, user processes (@user) may take
+ * 15/16 of @max: the last sixteenth stays for kernel consumers (rdma_cm's AHs
+ * and QPs, NVMe-oF, SMC-R ...), so that a process holding all it can get
+ * does not stop them.
+ */
+static inline u32 sroce_max_for(u32 max, bool user)
+{
+	return user ? max - max / 16 : max;
+}
+
 static inline unsigned int sroce_cnt_drop(enum sroce_wire_err err)
 {
 	return SROCE_CNT_DROP_BASE + err - 1;

@@ -121,7 +121,8 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	    attr->max_sge > SROCE_MAX_SRQ_SGE)
 		return -EINVAL;
 	entries = roundup_pow_of_two(attr->max_wr);
-	if (atomic_inc_return(&sdev->num_srq) > SROCE_MAX_SRQ) {
+	if (atomic_inc_return(&sdev->num_srq) >
+	    sroce_max_for(SROCE_MAX_SRQ, udata)) {
 		err = -ENOMEM;
 		goto err_count;
 	}
