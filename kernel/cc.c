@@ -203,12 +203,20 @@ void sroce_cc_link_update(struct sroce_dev *sdev, struct net_device *ndev)
 
 /* ------------------------------------------------------------ ECN, priority */
 
-/* The traffic class of a packet to @av that is not a CNP. */
+/*
+ * The traffic class of a packet to @av that is not a CNP. Its ECN field is
+ * ours whatever the AH says: an AH made from a received packet's GRH
+ * (ib_init_ah_attr_from_wc(), rdma-core's ibv_init_ah_from_wc()) carries the
+ * codepoint that packet arrived with, and sending back its CE would be a
+ * false congestion signal.
+ */
 u8 sroce_cc_tos(struct sroce_dev *sdev, const struct sroce_av *av)
 {
+	u8 tos = av->tclass & ~INET_ECN_MASK;
+
 	if (!sroce_cc(sdev, SROCE_CC_ECN_ENABLE))
-		return av->tclass;
-	return (av->tclass & ~INET_ECN_MASK) | INET_ECN_ECT_0;
+		return tos;
+	return tos | INET_ECN_ECT_0;
 }
 
 /* ------------------------------------------------------- reaction point */
