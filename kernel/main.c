@@ -520,9 +520,10 @@ static void __exit sroce_exit(void)
 	/*
 	 * sock_wfree() may have loaded a QP socket's write_space callback
 	 * (ours until destroy_qp restored the socket's own) in a task that
-	 * was then preempted, outside any RCU reader destroy_qp waited for:
-	 * wait for every such task to get off the CPU before the module's
-	 * text goes.
+	 * was then preempted before it entered the callback's RCU section
+	 * (callers in softirq are behind the device's grace period): wait
+	 * for every such task to get off the CPU before the module's text
+	 * goes.
 	 */
 	synchronize_rcu_tasks();
 }

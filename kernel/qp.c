@@ -866,6 +866,12 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	sroce_qp_put(qp);
 	wait_for_completion(&qp->done);
 
+	/*
+	 * The rate limiter's timer reads dead without a lock and may queue
+	 * resp.work: stop it (nothing arms it once dead is set) before the
+	 * work items are cancelled.
+	 */
+	sroce_cc_stop_qp(qp);
 	del_timer_sync(&qp->comp.retry_timer);
 	del_timer_sync(&qp->comp.rnr_timer);
 	del_timer_sync(&qp->req.fetch_timer);
@@ -876,7 +882,6 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	del_timer_sync(&qp->comp.retry_timer);
 	del_timer_sync(&qp->comp.rnr_timer);
 	del_timer_sync(&qp->req.fetch_timer);
-	sroce_cc_stop_qp(qp);
 
 	/* The backlog of requests and the READ job go with the QP. */
 	spin_lock_bh(&qp->rq_lock);
