@@ -121,6 +121,41 @@ def qps_of(g, comm):
     return [q for q in json.loads(out) if q.get("comm") == comm]
 
 
+AH_HOG = "/src/tests/vm/guest_ah_hog.py"
+SROCE_MAX_AH = 0x10000          # kernel/sroce.h; users get 15/16 of it
+
+
+def test_process_holding_all_its_ahs_leaves_rdma_cm_working(pair):
+    """One process creates AHs until the device says ENOMEM and keeps them. It
+    gets at most 15/16 of max_ah (what other AHs exist at the time, rdma_cm's
+    passing ones, may take a few of its share); rdma_cm, whose every connection
+    message needs a kernel AH, then still connects both ways (rping, its data
+    compared by the client)."""
+    g0, g1 = pair
+    assert int(g0.check("ibv_devinfo -v -d sroce0 | sed -n 's/.*max_ah:\\s*//p'")) == SROCE_MAX_AH
+    ready = "/tmp/ah_hog.ready"
+    g0.check("rm -f " + ready)
+    hog = g0.spawn("exec python3 %s sroce0 %d %s 600" % (AH_HOG, gid_index(g0, "sroce0"), ready))
+    try:
+        wait_for(lambda: g0.run("test -s " + ready).ok, timeout=300, interval=1,
+                 what="the process to fill the AH table")
+        count, err = map(int, g0.check("cat " + ready).split())
+        assert err == 12, "creating AHs ended with errno %d, not ENOMEM" % err
+        user_max = SROCE_MAX_AH - SROCE_MAX_AH // 16
+        assert user_max - 64 <= count <= user_max, count
+        for srv, cli, port in ((g0, g1, 7990), (g1, g0, 7991)):
+            flags = "-a %s -p %d -C 5 -S 64 -v" % (srv.ip4, port)
+            s, c = client_server(srv, "timeout -s KILL 100 rping -s " + flags, cli,
+                                 "timeout -s KILL 100 rping -c -V " + flags, port=port,
+                                 timeout=120,
+                                 is_listening=lambda g, p: cm_listening(g, p, "sroce0"))
+            assert s.ok and c.ok, (s, c)
+            assert c.out.count("ping data: ") == 5 and "mismatch" not in c.out + c.err, c
+    finally:
+        hog.kill()
+        hog.wait(60)
+
+
 def test_teardown_after_read_peers_vanish(pair):
     """ib_read_bw with 16 MiB READs between the guests: the responder is killed
     mid-READ, then the requester. The requester's QPs are gone within 10 s, and
@@ -158,37 +193,3 @@ def test_teardown_after_read_peers_vanish(pair):
                 p.kill()
                 p.wait(10)
 
-
-AH_HOG = "/src/tests/vm/guest_ah_hog.py"
-SROCE_MAX_AH = 0x10000          # kernel/sroce.h; users get 15/16 of it
-
-
-def test_process_holding_all_its_ahs_leaves_rdma_cm_working(pair):
-    """One process creates AHs until the device says ENOMEM and keeps them. It
-    gets at most 15/16 of max_ah (what other AHs exist at the time, rdma_cm's
-    passing ones, may take a few of its share); rdma_cm, whose every connection
-    message needs a kernel AH, then still connects both ways (rping, its data
-    compared by the client)."""
-    g0, g1 = pair
-    assert int(g0.check("ibv_devinfo -v -d sroce0 | sed -n 's/.*max_ah:\\s*//p'")) == SROCE_MAX_AH
-    ready = "/tmp/ah_hog.ready"
-    g0.check("rm -f " + ready)
-    hog = g0.spawn("exec python3 %s sroce0 %d %s 600" % (AH_HOG, gid_index(g0, "sroce0"), ready))
-    try:
-        wait_for(lambda: g0.run("test -s " + ready).ok, timeout=300, interval=1,
-                 what="the process to fill the AH table")
-        count, err = map(int, g0.check("cat " + ready).split())
-        assert err == 12, "creating AHs ended with errno %d, not ENOMEM" % err
-        user_max = SROCE_MAX_AH - SROCE_MAX_AH // 16
-        assert user_max - 64 <= count <= user_max, count
-        for srv, cli, port in ((g0, g1, 7990), (g1, g0, 7991)):
-            flags = "-a %s -p %d -C 5 -S 64 -v" % (srv.ip4, port)
-            s, c = client_server(srv, "timeout -s KILL 100 rping -s " + flags, cli,
-                                 "timeout -s KILL 100 rping -c -V " + flags, port=port,
-                                 timeout=120,
-                                 is_listening=lambda g, p: cm_listening(g, p, "sroce0"))
-            assert s.ok and c.ok, (s, c)
-            assert c.out.count("ping data: ") == 5 and "mismatch" not in c.out + c.err, c
-    finally:
-        hog.kill()
-        hog.wait(60)
