@@ -220,7 +220,7 @@ static bool sroce_req_outstanding(struct sroce_qp *qp)
 static bool sroce_req_waiting(struct sroce_qp *qp)
 {
 	return sroce_req_outstanding(qp) ||
-	       (test_bit(SROCE_TX_WAIT_REQ, &qp->slot->tx_stalled) &&
+	       (test_bit(SROCE_TX_WAIT_REQ, &qp->tx_stalled) &&
 		qp->state == IB_QPS_RTS &&
 		qp->sq.cons != qp->req.fetched);
 }

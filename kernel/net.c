@@ -554,19 +554,17 @@ static void sroce_tx_write_space(struct sock *sk)
 	smp_mb();	/* sk_wmem_alloc down before tx_stalled is read */
 	rcu_read_lock();
 	slot = rcu_dereference_sk_user_data(sk);
-	/* Nobody waits (most packets), or destroy_qp is past its wait. */
-	if (!slot || !READ_ONCE(slot->tx_stalled) ||
-	    !refcount_inc_not_zero(&slot->ref)) {
-		rcu_read_unlock();
+	if (!slot || !refcount_inc_not_zero(&slot->ref)) {
+		rcu_read_unlock();	/* destroy_qp is past its wait */
 		return;
 	}
 	rcu_read_unlock();
 	qp = slot->qp;
-	if (!READ_ONCE(qp->dead) &&
+	if (READ_ONCE(qp->tx_stalled) && !READ_ONCE(qp->dead) &&
 	    sk_wmem_alloc_get(sk) <= SROCE_TX_LOW * READ_ONCE(qp->tx_unit)) {
-		if (test_and_clear_bit(SROCE_TX_WAIT_REQ, &slot->tx_stalled))
+		if (test_and_clear_bit(SROCE_TX_WAIT_REQ, &qp->tx_stalled))
 			queue_work(system_highpri_wq, &qp->req.work);
-		if (test_and_clear_bit(SROCE_TX_WAIT_RESP, &slot->tx_stalled))
+		if (test_and_clear_bit(SROCE_TX_WAIT_RESP, &qp->tx_stalled))
 			queue_delayed_work(system_highpri_wq, &qp->resp.work, 0);
 	}
 	sroce_qp_put(qp);
@@ -584,10 +582,10 @@ bool sroce_tx_full(struct sroce_qp *qp, enum sroce_tx_waiter who)
 
 	if (sk_wmem_alloc_get(sk) < high)
 		return false;
-	set_bit(who, &qp->slot->tx_stalled);
+	set_bit(who, &qp->tx_stalled);
 	smp_mb__after_atomic();	/* pairs with sroce_tx_write_space() */
 	if (sk_wmem_alloc_get(sk) < high) {
-		clear_bit(who, &qp->slot->tx_stalled);
+		clear_bit(who, &qp->tx_stalled);
 		return false;
 	}
 	return true;
@@ -616,6 +614,7 @@ int sroce_tx_sock_create(struct sroce_qp *qp)
 		return err;
 	/* Any positive value: the first packet sets the real one. */
 	qp->tx_unit = 1;
+	qp->tx_stalled = 0;
 	sk = qp->tx_sock->sk;
 	write_lock_bh(&sk->sk_callback_lock);
 	rcu_assign_sk_user_data(sk, qp->slot);

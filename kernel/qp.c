@@ -415,7 +415,6 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		goto err_count;
 	}
 	refcount_set(&qp->slot->ref, 1);
-	qp->slot->tx_stalled = 0;
 	qp->slot->qp = qp;
 	err = dst_cache_init(&qp->tx_dst, GFP_KERNEL);
 	if (err)

@@ -758,14 +758,10 @@ struct sroce_resp_info {
  * What qp_xa and the transmit socket point to: it outlives the QP by a
  * grace period (kfree_rcu), so a lookup that loaded it can still try for a
  * reference, and fails once the QP's destroy has dropped the last one. The
- * QP itself is freed by ib_core as soon as destroy_qp returns. tx_stalled
- * (see struct sroce_qp) lives here so that the socket's write_space
- * callback, called for every packet freed, reads it without a reference
- * and takes one only when a sender waits.
+ * QP itself is freed by ib_core as soon as destroy_qp returns.
  */
 struct sroce_qp_slot {
 	refcount_t		ref;
-	unsigned long		tx_stalled;
 	struct sroce_qp		*qp;
 	struct rcu_head		rcu;
 };
@@ -792,7 +788,7 @@ struct sroce_qp {
 	 * kernel socket of its own, which outlives the QP until its last
 	 * packet is freed. Senders hold back while the packets in flight
 	 * take SROCE_TX_HIGH times tx_unit (the largest truesize sent) and
-	 * each sets its own bit in slot->tx_stalled (SROCE_TX_WAIT_*: the requester
+	 * each sets its own bit in tx_stalled (SROCE_TX_WAIT_*: the requester
 	 * and the READ responder share the socket, and one must not clear
 	 * the other's wait); the socket's write_space callback kicks the
 	 * waiting ones below SROCE_TX_LOW times tx_unit. destroy_qp waits
@@ -801,6 +797,7 @@ struct sroce_qp {
 	struct socket		*tx_sock;
 	void			(*tx_write_space)(struct sock *sk);
 	unsigned int		tx_unit;
+	unsigned long		tx_stalled;
 	/*
 	 * The route to av (RC, UC; UD routes per packet): per CPU, checked
 	 * against routing changes on every use, reset when av changes.
@@ -1283,7 +1280,7 @@ static inline int sroce_skb_off(const struct sk_buff *skb, u32 off)
 bool sroce_rx_from_peer(const struct sroce_av *av, const u8 *ip,
 			const struct sroce_pkt *pkt);
 bool sroce_rx_pkey_ok(const u8 *bth);
-/* Who waits for room in a QP's transmit share (bits of slot->tx_stalled). */
+/* Who waits for room in a QP's transmit share (bits of qp->tx_stalled). */
 enum sroce_tx_waiter {
 	SROCE_TX_WAIT_REQ,	/* the requester: req.work resumes it */
 	SROCE_TX_WAIT_RESP,	/* the READ responder: resp.work resumes it */
