@@ -374,6 +374,16 @@ def both_ok(s, c):
     assert s.rc == 0, "server failed: %r\nclient: %r" % (s, c)
 
 
+def pingpong_ok(s, c, iters):
+    """The verdicts of an ibv_*_pingpong -c server s and client c: both exit 0
+    after iters iterations, and neither printed "invalid data in page N" (the
+    server checks its buffer with -c, and still exits 0 when the check fails)."""
+    both_ok(s, c)
+    for who, r in (("server", s), ("client", c)):
+        assert "%d iters in" % iters in r.out, "%s printed no result: %r" % (who, r)
+        assert "invalid data" not in r.out + r.err, "%s: data check failed: %r" % (who, r)
+
+
 def wait_all(procs, timeout):
     """Results of the background Procs, all given one deadline (not timeout s each):
     those still running then are killed and get rc 124."""
