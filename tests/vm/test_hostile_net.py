@@ -621,25 +621,27 @@ OVER_MTU = MTU + 256
 
 def test_j_payload_longer_than_path_mtu(net, victims):
     """RC WRITE ONLY and SEND ONLY with 1280 bytes of payload on a path MTU 1024
-    QP (2048 would not fit the rig's 1500-byte Ethernet MTU): not placed,
-    rx_drop_mtu counts them."""
+    QP (2048 would not fit the rig's 1500-byte Ethernet MTU), each at its own
+    victim's expected PSN: not placed, not delivered, rx_drop_mtu counts each
+    once, and the QP goes to the error state (an invalid request, fatal for RC)."""
     g0, g1, _, _ = net
     c = Checks("payload longer than the path MTU")
-    v = start(victims, g0, "j", "rc", g1.ip4,
-              ["wait /tmp/hv-j-go", "check", "poll 500", "state", "exit"])
-    before = counters(g0)
-    attack(g1, g0, "rc_write_only", 1, v, v.rq_psn, extra="--payload-len %d" % OVER_MTU)
-    attack(g1, g0, "rc_send_only", 1, v, v.rq_psn + 1, extra="--payload-len %d" % OVER_MTU)
-    after = settle(g0)
-    v.go()
-    out = v.finish()
-    c.note(out.strip())
-    c.expect(values(out, "mr_changed") == [0], "oversized WRITE placed: mr_changed=%s" %
-             values(out, "mr_changed"))
-    recv = [w for w in completions(out) if w[1] == "RECV" and w[0] == "IBV_WC_SUCCESS"]
-    c.expect(not recv, "oversized SEND delivered to a receive buffer")
-    c.expect(grew(before, after, "rx_drop_mtu") >= 1,
-             "rx_drop_mtu grew by %d" % grew(before, after, "rx_drop_mtu"))
+    for tag, mode in (("j", "rc_write_only"), ("j2", "rc_send_only")):
+        v = start(victims, g0, tag, "rc", g1.ip4,
+                  ["wait /tmp/hv-%s-go" % tag, "check", "poll 500", "state", "exit"])
+        before = counters(g0)
+        attack(g1, g0, mode, 1, v, v.rq_psn, extra="--payload-len %d" % OVER_MTU)
+        after = settle(g0, before, "rx_drop_mtu", 1)
+        v.go()
+        out = v.finish()
+        c.note(out.strip())
+        c.expect(values(out, "mr_changed") == [0], "%s placed: mr_changed=%s" %
+                 (mode, values(out, "mr_changed")))
+        recv = [w for w in completions(out) if w[1] == "RECV" and w[0] == "IBV_WC_SUCCESS"]
+        c.expect(not recv, "%s delivered to a receive buffer" % mode)
+        c.expect(grew(before, after, "rx_drop_mtu") == 1,
+                 "%s: rx_drop_mtu grew by %d, not 1" % (mode, grew(before, after, "rx_drop_mtu")))
+        c.expect(states(out) == ["ERR"], "%s: QP state %s, not ERR" % (mode, states(out)))
     c.done()
 
 
@@ -766,24 +768,31 @@ WRITE_LEN = 65536
 
 def test_g_rest_of_write_after_dereg(net, victims):
     """WRITE FIRST from the peer, the victim deregisters the MR (its memory stays
-    mapped), then the peer sends the rest of the message: no byte past the first
-    packet may change."""
+    mapped), then the peer sends the rest of the message: the first packet's
+    bytes are there, no byte past them may change."""
     g0, g1, _, _ = net
     c = Checks("rest of an RDMA WRITE after dereg")
-    v = start(victims, g0, "g", "rc", g1.ip4, ["wait /tmp/hv-g-go", "dereg", "check", "exit"])
+    v = start(victims, g0, "g", "rc", g1.ip4,
+              ["wait /tmp/hv-g-go", "dereg", "wait /tmp/hv-g-rest", "check", "exit"])
     attack(g1, g0, "rc_write_first", 1, v, v.rq_psn, extra="--len %d --payload-len %d" %
            (WRITE_LEN, MTU))
     time.sleep(0.5)
     v.go()
-    time.sleep(2)       # dereg is under way (or done)
+    if v.wait_line(r"dereg_ms=", 10) is None:
+        c.expect(False, "dereg still blocked 10 s after the peer's first packet")
     attack(g1, g0, "rc_write_rest", 1, v, v.rq_psn + 1, extra="--len %d --payload-len %d" %
            (WRITE_LEN, MTU))
+    time.sleep(1)       # the rest has been received and dealt with
+    v.go("rest")
     out = v.finish(30)
     c.note(out.strip())
     ms = values(out, "dereg_ms")
     c.expect(ms and ms[0] < 2000, "dereg took %s ms (it waited for the peer's message)" % ms)
+    c.expect(values(out, "mr_pattern_bytes") == [MTU],
+             "the WRITE FIRST did not land whole (mr_pattern_bytes=%s, want %d)" %
+             (values(out, "mr_pattern_bytes"), MTU))
     last = values(out, "mr_last_changed")
-    c.expect(last and last[0] < MTU,
+    c.expect(last == [MTU - 1],
              "MR written up to offset %s after dereg (first packet: %d bytes)" % (last, MTU))
     c.expect(values(out, "guard_changed") == [0], "guard written")
     c.done()
@@ -810,6 +819,9 @@ def test_f_dereg_during_unfinished_write(net, victims):
                extra="--len %d --payload-len %d" % (WRITE_LEN, MTU))
     out = v.finish(30)
     c.note(out.strip())
+    c.expect(values(out, "mr_pattern_bytes")[:1] == [MTU],
+             "the WRITE FIRST did not land, so no message was unfinished "
+             "(mr_pattern_bytes=%s, want %d)" % (values(out, "mr_pattern_bytes"), MTU))
     for k in ("dereg_ms", "destroy_qp_ms"):
         ms = values(out, k)
         c.expect(ms and ms[0] < 3000, "%s=%s" % (k, ms))
