@@ -151,6 +151,7 @@ def test_process_holding_all_its_ahs_leaves_rdma_cm_working(pair):
                                  is_listening=lambda g, p: cm_listening(g, p, "sroce0"))
             assert s.ok and c.ok, (s, c)
             assert c.out.count("ping data: ") == 5 and "mismatch" not in c.out + c.err, c
+        assert hog.poll() is None, "the AH holder ended before the rpings did: %r" % hog.wait(0)
     finally:
         hog.kill()
         hog.wait(60)

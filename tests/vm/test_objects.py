@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from guestrdma import TOOLS, client_server, configure, gid_index, unload_all_rdma_links
+from guestrdma import TOOLS, client_server, configure, gid_index, unload_all_rdma_links, wait_for
 
 
 @pytest.fixture
@@ -34,11 +34,22 @@ def test_objects_tool_passes(g0):
 
 
 def test_objects_are_counted_and_released(g0):
+    """A process holding a PD, 10 MRs and 5 CQs shows them in `rdma res`; when it
+    exits without destroying anything, the kernel cleans up."""
     before = res_counts(g0)
-    # A process that exits without destroying anything: the kernel cleans up.
-    r = g0.run("%s/sroce-objects-test sroce0 leak" % TOOLS, timeout=120)
+    g0.run("rm -f /tmp/leak-go /tmp/leak.out")
+    p = g0.spawn("%s/sroce-objects-test sroce0 leak /tmp/leak-go > /tmp/leak.out" % TOOLS)
+    try:
+        wait_for(lambda: "LEAKING" in g0.run("cat /tmp/leak.out").out, timeout=60,
+                 what="the leaking process to hold its objects")
+        held = res_counts(g0)
+        grew = {k: held.get(k, 0) - before.get(k, 0) for k in ("pd", "mr", "cq")}
+        assert grew == {"pd": 1, "mr": 10, "cq": 5}, (before, held)
+    finally:
+        g0.run("touch /tmp/leak-go")
+        r = p.wait(120)
     assert r.ok, r
-    assert "LEAKING 15 objects" in r.out, r
+    assert "LEAKING 15 objects" in g0.run("cat /tmp/leak.out").out
     assert res_counts(g0) == before
 
 

@@ -6,8 +6,10 @@
  * traffic. MODE is one of:
  *
  *   all       (default) every check below; "RESULT: PASS" or "RESULT: FAIL"
- *   leak      create a PD, MRs, CQs and a completion channel, print LEAKING
- *             and exit without destroying anything (the kernel cleans up)
+ *   leak [FILE]
+ *             create a PD, MRs, CQs and a completion channel, print LEAKING,
+ *             wait until FILE exists if given (2 min at most) and exit without
+ *             destroying anything (the kernel cleans up)
  *   scribble  write garbage over a CQ ring header, then poll, arm (also
  *             through the kernel), destroy one CQ and exit with another
  *             still open; only this process may be hurt
@@ -307,7 +309,7 @@ void test_cq(struct ibv_context *ctx, const struct ibv_device_attr &attr)
 	check("cq_200_at_once", ok);
 }
 
-int mode_leak(struct ibv_context *ctx)
+int mode_leak(struct ibv_context *ctx, const char *hold)
 {
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
 	static char buf[1 << 20] __attribute__((aligned(4096)));
@@ -324,6 +326,8 @@ int mode_leak(struct ibv_context *ctx)
 	}
 	std::printf("LEAKING %d objects\n", n);
 	std::fflush(stdout);
+	for (int i = 0; hold && i < 2400 && access(hold, F_OK) != 0; i++)
+		usleep(50000);
 	return n == 15 ? 0 : 1;
 }
 
@@ -1447,14 +1451,20 @@ void oversize(Env &e)
 
 } // namespace hard
 
-/* A mode's named cases: all of them, or only the one called only. */
+/* A mode's named cases: all of them, or only the one called only (which must exist). */
 using Case = std::pair<const char *, void (*)(wqs::Env &)>;
 
 void run_cases(wqs::Env &e, const std::vector<Case> &cases, const char *only)
 {
-	for (const auto &[cname, fn] : cases)
-		if (!only || std::strcmp(only, cname) == 0)
+	bool found = false;
+	for (const auto &[cname, fn] : cases) {
+		if (!only || std::strcmp(only, cname) == 0) {
+			found = true;
 			fn(e);
+		}
+	}
+	if (!found)
+		check(std::string("case_") + only, false, "no such case");
 }
 
 void harden(wqs::Env &e, const char *only)
@@ -4753,11 +4763,12 @@ int main(int argc, char **argv)
 {
 	if (argc < 2 || argc > 4 ||
 	    (argc == 4 && std::strcmp(argv[2], "wq-scribble") != 0 &&
+	     std::strcmp(argv[2], "leak") != 0 &&
 	     std::strcmp(argv[2], "qp-hog") != 0 &&
 	     std::strcmp(argv[2], "harden") != 0 &&
 	     std::strcmp(argv[2], "breadth") != 0 &&
 	     std::strcmp(argv[2], "ud-to") != 0)) {
-		std::fprintf(stderr, "usage: %s DEVICE [all|leak|scribble|harden [CASE]|breadth [CASE]|wq-scribble [GID_INDEX]|qp-hog [N]|ud-to IPV4]\n",
+		std::fprintf(stderr, "usage: %s DEVICE [all|leak [FILE]|scribble|harden [CASE]|breadth [CASE]|wq-scribble [GID_INDEX]|qp-hog [N]|ud-to IPV4]\n",
 			     argv[0]);
 		return 2;
 	}
@@ -4774,7 +4785,7 @@ int main(int argc, char **argv)
 	}
 
 	if (mode == "leak")
-		return mode_leak(ctx);
+		return mode_leak(ctx, argc == 4 ? argv[3] : nullptr);
 	if (mode == "scribble")
 		return mode_scribble(ctx);
 	if (mode == "wq-scribble")
