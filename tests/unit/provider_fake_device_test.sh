@@ -83,6 +83,10 @@ else
 	cat "$tmp/probe.out"
 	fail "sroce-verbs-probe"
 fi
+for verb in alloc_dm alloc_td create_wq modify_cq; do
+	grep -qx "$verb: errno=95 (EOPNOTSUPP)" "$tmp/probe.out" ||
+		fail "sroce-verbs-probe: $verb did not fail with EOPNOTSUPP"
+done
 # Legacy command sizes as sroce.ko sees them (header + core + driver data):
 # GET_CONTEXT 16 in / 8+8 out, QUERY_PORT 24 / 40, ALLOC_PD 16 / 4+8 out,
 # CREATE_CQ 40 / 8+24, CREATE_QP 64 / 32+56, CREATE_SRQ 40 / 16+32,

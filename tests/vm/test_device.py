@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 """The sroce device: rdma link add/del, port state, GIDs, teardown paths."""
+import errno
 import json
 import re
 import time
@@ -149,6 +150,8 @@ def test_implemented_verbs_work_and_the_rest_fail_cleanly(g0):
                  "create_qp", "create_qp_ex", "create_ah", "open_xrcd"):
         assert "%s: ok" % verb in r.out, r
     assert "alloc_mw: ok" in r.out, r
+    for verb in ("alloc_dm", "alloc_td", "create_wq", "modify_cq"):
+        assert "%s: errno=%d (EOPNOTSUPP)" % (verb, errno.EOPNOTSUPP) in r.out, r
     assert "RESULT: PASS" in r.out, r
 
 

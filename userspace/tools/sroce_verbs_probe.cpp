@@ -87,6 +87,42 @@ Outcome creating(Create create, Destroy destroy)
 	return Outcome{0};
 }
 
+/* A receive WQ (for RSS) on a fresh CQ, destroyed again. */
+Outcome rq_wq(struct ibv_context *ctx, struct ibv_pd *pd)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, nullptr, nullptr, 0);
+	if (!cq)
+		return Outcome{errno ? errno : EINVAL};
+	Outcome out = creating<struct ibv_wq>(
+		[&] {
+			struct ibv_wq_init_attr a = {};
+			a.wq_type = IBV_WQT_RQ;
+			a.max_wr = 16;
+			a.max_sge = 1;
+			a.pd = pd;
+			a.cq = cq;
+			return ibv_create_wq(ctx, &a);
+		},
+		[](struct ibv_wq *wq) { ibv_destroy_wq(wq); });
+	ibv_destroy_cq(cq);
+	return out;
+}
+
+/* CQ moderation (ibv_modify_cq) on a fresh CQ. */
+Outcome cq_moderation(struct ibv_context *ctx)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, nullptr, nullptr, 0);
+	if (!cq)
+		return Outcome{errno ? errno : EINVAL};
+	struct ibv_modify_cq_attr a = {};
+	a.attr_mask = IBV_CQ_ATTR_MODERATE;
+	a.moderate.cq_count = 4;
+	a.moderate.cq_period = 10;
+	const int rc = ibv_modify_cq(cq, &a);
+	ibv_destroy_cq(cq);
+	return Outcome{rc};
+}
+
 /*
  * An RC QP (through ibv_create_qp, or ibv_create_qp_ex with the ibv_wr_* API)
  * on a fresh CQ, taken to INIT and queried there, then destroyed.
@@ -282,6 +318,28 @@ int main(int argc, char **argv)
 					 },
 					 [](struct ibv_ah *ah) { ibv_destroy_ah(ah); });
 			 }},
+			/* what sroce does not offer (Documentation/userguide.rst) */
+			{"alloc_dm", Expect::unsupported,
+			 [&] {
+				 return creating<struct ibv_dm>(
+					 [&] {
+						 struct ibv_alloc_dm_attr a = {};
+						 a.length = 4096;
+						 return ibv_alloc_dm(ctx, &a);
+					 },
+					 [](struct ibv_dm *dm) { ibv_free_dm(dm); });
+			 }},
+			{"alloc_td", Expect::unsupported,
+			 [&] {
+				 return creating<struct ibv_td>(
+					 [&] {
+						 struct ibv_td_init_attr a = {};
+						 return ibv_alloc_td(ctx, &a);
+					 },
+					 [](struct ibv_td *td) { ibv_dealloc_td(td); });
+			 }},
+			{"create_wq", Expect::unsupported, [&] { return rq_wq(ctx, pd); }},
+			{"modify_cq", Expect::unsupported, [&] { return cq_moderation(ctx); }},
 		};
 		run_all(objects);
 
