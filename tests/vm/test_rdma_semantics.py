@@ -75,7 +75,7 @@ LOOPBACK_CASES = [
 LOOPBACK_IPV6 = ["rc_send", "rc_read", "uc_send", "ud_send", "ud_send_imm"]
 # `sroce-rdma-test --list --client x`
 HOST_CASES = ["rc_send", "rc_write", "rc_read", "rc_atomic", "rc_atomic_write",
-              "rc_read_fence_send", "uc_send", "uc_write", "ud_send"]
+              "rc_read_fence_send", "uc_send", "uc_write", "ud_send", "srq_send"]
 
 
 def host_cases_unknown(rig, kinds):

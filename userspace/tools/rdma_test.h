@@ -174,6 +174,8 @@ void post_send(Ep &e, struct ibv_send_wr *wr);
 void post_recv(Ep &e, uint64_t id, struct ibv_sge *sg, int n);
 void post_recv(Ep &e, uint64_t id, struct ibv_sge sg);
 void post_srq_recv(struct ibv_srq *srq, uint64_t id, struct ibv_sge sg);
+/* An SRQ of max_wr single-SGE receives on the device's PD. */
+SrqPtr make_srq(Dev &d, uint32_t max_wr);
 
 /* ------------------------------------------------------------ completions */
 

@@ -433,6 +433,19 @@ void post_srq_recv(struct ibv_srq *srq, uint64_t id, struct ibv_sge sg)
 	post_recv_to(nullptr, srq, id, &sg, 1);
 }
 
+SrqPtr make_srq(Dev &d, uint32_t max_wr)
+{
+	if (d.attr.max_srq <= 0)
+		fail("device reports max_srq 0");
+	struct ibv_srq_init_attr ia = {};
+	ia.attr.max_wr = max_wr;
+	ia.attr.max_sge = 1;
+	struct ibv_srq *srq = ibv_create_srq(d.pd, &ia);
+	if (!srq)
+		fail("ibv_create_srq: " + errno_text(errno));
+	return SrqPtr(srq);
+}
+
 /* ------------------------------------------------------------ completions */
 
 std::string wc_str(const struct ibv_wc &wc)

@@ -747,19 +747,6 @@ void case_ud_send_imm(Dev &d)
 
 /* ------------------------------------------------------------ loopback: SRQ */
 
-SrqPtr make_srq(Dev &d, uint32_t max_wr)
-{
-	if (d.attr.max_srq <= 0)
-		fail("device reports max_srq 0");
-	struct ibv_srq_init_attr ia = {};
-	ia.attr.max_wr = max_wr;
-	ia.attr.max_sge = 1;
-	struct ibv_srq *srq = ibv_create_srq(d.pd, &ia);
-	if (!srq)
-		fail("ibv_create_srq: " + errno_text(errno));
-	return SrqPtr(srq);
-}
-
 void case_srq_shared(Dev &d)
 {
 	SrqPtr srq = make_srq(d, 64);

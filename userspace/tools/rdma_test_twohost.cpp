@@ -217,6 +217,65 @@ void host_uc_write(Peer &pr)
 	host_write_sizes(pr, IBV_QPT_UC, {1, 4096, 65536});
 }
 
+/*
+ * SENDs client -> server whose RC QP takes its receives from an SRQ: each
+ * message lands whole in the slot of the receive its completion names, the
+ * other slots stay untouched; every receive is taken exactly once.
+ */
+void host_srq_send(Peer &pr)
+{
+	const std::vector<size_t> sizes = {1, 4096, 65536, MiB + 5, 100, 0};
+	constexpr size_t SLOT = MiB + 64;
+	constexpr int RECVS = 6;
+	Buf buf(pr.d, pr.server ? RECVS * SLOT : SLOT, pr.server ? "srq buffers" : "send buffer");
+	SrqPtr srq;
+	HostSetup s;
+	EpOpts o;
+	if (pr.server) {
+		srq = make_srq(pr.d, 16);
+		o.srq = srq.get();
+		o.recv_wr = o.recv_sge = 0;
+		buf.reset(SENTINEL);
+		for (int j = 0; j < RECVS; j++)
+			post_srq_recv(srq.get(), 0x3800 + j, buf.sge(j * SLOT, SLOT));
+	}
+	s.ep = make_ep(pr.d, o);
+	s.peer = pr.exchange(s.ep, nullptr);
+	pr.connect_to(s.ep, s.peer);
+	pr.sync("connected");
+	std::vector<bool> used(RECVS);
+	uint64_t id = 0x3900;
+	for (size_t size : sizes) {
+		const auto msg = pattern(size, id);
+		const std::string what = strf("srq send %zu", size);
+		if (pr.server) {
+			pr.sync("ready");
+			const struct ibv_wc wc = wait_one(s.ep.rcq, "srq recv");
+			const uint64_t j = wc.wr_id - 0x3800;
+			if (wc.wr_id < 0x3800 || j >= RECVS || used[j])
+				fail(strf("%s: unknown or reused receive in %s", what.c_str(),
+					  wc_str(wc).c_str()));
+			used[j] = true;
+			check_recv(wc, what + " recv", wc.wr_id, IBV_WC_RECV,
+				   static_cast<uint32_t>(size), s.ep.qpn());
+			buf.want(j * SLOT, msg);
+			buf.check(what);
+		} else {
+			buf.put(0, msg);
+			pr.sync("ready");
+			struct ibv_sge sg = buf.sge(0, size);
+			struct ibv_send_wr wr = send_wr(id, IBV_WR_SEND, &sg, size ? 1 : 0);
+			post_send(s.ep, &wr);
+			check_wc(wait_one(s.ep.scq, "send"), what + " send", id, IBV_WC_SUCCESS,
+				 IBV_WC_SEND);
+		}
+		pr.sync("checked");
+		id++;
+	}
+	if (pr.server)
+		expect_no_wc(s.ep.rcq, "srq recv cq");
+}
+
 void host_rc_read(Peer &pr)
 {
 	Buf buf(pr.d, MiB + 256, pr.server ? "read source" : "read target");
@@ -474,7 +533,7 @@ const std::vector<HostCase> HOST_CASES = {
 	{"rc_atomic_write", host_rc_atomic_write},
 	{"rc_read_fence_send", host_rc_fence},
 	{"uc_send", host_uc_send},   {"uc_write", host_uc_write},
-	{"ud_send", host_ud_send},
+	{"ud_send", host_ud_send},   {"srq_send", host_srq_send},
 };
 
 namespace {
