@@ -251,6 +251,19 @@ def check_cmatose(who, r):
         assert msg in r.out, "%s did not print %r: %r" % (who, msg, r)
 
 
+def sroce_sides(cm):
+    return [s for s in (cm.server, cm.client) if s.kind == "sroce"]
+
+
+def check_carried(sides, before, want):
+    """ucmatose, udaddy and mckey count completions whatever their status (a
+    flushed SEND counts as sent), so the sroce ends' byte counters must show
+    that the messages crossed: at least want bytes each, both ways together."""
+    for side, b in zip(sides, before):
+        moved = rdma_bytes(side) - b
+        assert moved >= want, "%s carried %d bytes, want at least %d" % (side.dev, moved, want)
+
+
 UCMATOSE = [
     pytest.param("ipv4", 4, 20, 4096, id="ipv4-4conn-4096"),
     pytest.param("ipv6", 2, 10, 100, id="ipv6-2conn-100"),
@@ -263,11 +276,14 @@ def test_ucmatose(cm, family, conns, msgs, size):
     way; the server must be told the same -c/-C/-S to wait for all of them."""
     a = addr(cm.server, family)
     flags = "-p %d -c %d -C %d -S %d" % (CM_PORT, conns, msgs, size)
+    sides = sroce_sides(cm)
+    before = [rdma_bytes(side) for side in sides]
     s, c = cm_client_server(cm, "ucmatose -b %s %s" % (a, flags),
                             "ucmatose -s %s %s" % (a, flags), CM_PORT)
     both_ok(s, c)
     check_cmatose("server", s)
     check_cmatose("client", c)
+    check_carried(sides, before, 2 * conns * msgs * size)
 
 
 def test_udaddy(cm):
@@ -275,11 +291,14 @@ def test_udaddy(cm):
     MADs), then -C datagrams of the pair's MTU each way on each of -c paths."""
     a = cm.server.guest.ip4
     flags = "-c 2 -C 10 -S %d" % cm.mtu
+    sides = sroce_sides(cm)
+    before = [rdma_bytes(side) for side in sides]
     s, c = cm_client_server(cm, "udaddy -b %s %s" % (a, flags),
                             "udaddy -s %s %s" % (a, flags), UD_PORT)
     both_ok(s, c)
     check_cmatose("server", s)
     check_cmatose("client", c)
+    check_carried(sides, before, 2 * 2 * 10 * cm.mtu)
 
 
 # ------------------------------------------------------------ librdmacm examples
@@ -372,7 +391,10 @@ def test_mckey_multicast(cm):
         pytest.skip("rdma_rxe completes multicast SENDs it does not transmit: "
                     "rxe as the sender is rxe's bug (sroce -> rxe runs in rxe-sroce)")
     srv_g, cli_g = cm.server.guest, cm.client.guest
-    flags = "-m %s -C 10 -S %d" % (MCKEY_GROUP, min(cm.mtu, 1024) - 64)
+    size = min(cm.mtu, 1024) - 64
+    flags = "-m %s -C 10 -S %d" % (MCKEY_GROUP, size)
+    sides = sroce_sides(cm)
+    before = [rdma_bytes(side) for side in sides]
     srv_g.check("rm -f %s" % MCKEY_OUT)
     srv = srv_g.spawn("stdbuf -oL timeout 60 mckey %s -b %s >%s 2>&1; rc=$?; cat %s; exit $rc"
                       % (flags, cm.server.guest.ip4, MCKEY_OUT, MCKEY_OUT))
@@ -396,6 +418,7 @@ def test_mckey_multicast(cm):
     both_ok(s, c)
     for who, r in (("server", s), ("client", c)):
         assert "data transfers complete" in r.out, "%s: %r" % (who, r)
+    check_carried(sides, before, 10 * size)
     assert MCKEY_GROUP not in srv_g.run("ip maddr show dev eth0").out, "group still joined"
 
 
