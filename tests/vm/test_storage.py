@@ -121,6 +121,11 @@ def io_during(h, patterns, devices):
         bg.kill()
 
 
+def still_running(bg):
+    """fio is still doing I/O when the test pulls the rug."""
+    assert bg.poll() is None, "fio ended before the fault it was to span: %r" % bg.wait(0)
+
+
 # A lossy link makes every message slow: keep the faults' fio small.
 FAULT_PATTERNS = st.FioPatterns(rand_bytes=scaled(1 * MiB, 4096),
                                 seq_bytes=scaled(2 * MiB, 128 << 10))
@@ -182,6 +187,7 @@ class TestNvmeRdma:
             disabled = False
             with io_during(h, PATTERNS, across) as bg:
                 try:
+                    still_running(bg)
                     nvmet.disable()
                     disabled = True
                     wait_for(lambda: host.state() in ("connecting", "resetting"), timeout=30,
@@ -268,7 +274,8 @@ class TestNvmeRdma:
         t, h = pair.server.guest, pair.client.guest
         sw = st.Stopwatch()
         with nvme_session(h, nvmet, sw) as host:
-            with io_during(h, FAULT_PATTERNS, devs([host.ns[2]])):
+            with io_during(h, FAULT_PATTERNS, devs([host.ns[2]])) as bg:
+                still_running(bg)
                 t.check("rdma link del sroce0", timeout=120)
                 wait_for(lambda: host.state() in ("connecting", "resetting"), timeout=60,
                          what="the host to notice")
@@ -296,11 +303,14 @@ class TestNvmeRdma:
         with st.guest_state(h):
             with st.nvme_host(h, nvmet) as host:
                 sw.lap("connect")
-                with io_during(h, FAULT_PATTERNS, devs([host.ns[1]])):
+                with io_during(h, FAULT_PATTERNS, devs([host.ns[1]])) as bg:
+                    still_running(bg)
                     h.check("rdma link del sroce0 && modprobe -r sroce", timeout=120)
                     sw.lap("removed")
                     wait_for(lambda: not st.nvme_controllers(h, nvmet.nqn), timeout=60,
                              what="the controller to go")
+                r = bg.wait(0)
+                assert r.rc != 0, "fio did not see its controller go: %r" % r
                 configure(h)
             with st.nvme_host(h, nvmet) as host:
                 st.fio_verify(h, devs([host.ns[1]]), FAULT_PATTERNS)
