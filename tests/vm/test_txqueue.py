@@ -30,6 +30,7 @@ import pytest
 
 from guestrdma import REPO, TOOLS, client_server, console_guard, gid_index, rigmod, wait_all
 from test_netns import InNs
+from test_rdma_semantics import HOST_CASES
 
 SETUP = """
 ip netns add B
@@ -112,10 +113,16 @@ def test_one_queue_per_qp(guest, tool, args):
 def test_concurrent_traffic_on_two_cpus(guest):
     """Both directions at once, unpinned: RDMA WRITE bandwidth on 4 QPs each way,
     READ bandwidth on 2 QPs each way, rping's verified READs and WRITEs
-    (64 KiB), sroce-rdma-test's cases (every byte and completion checked) and
-    qperf's verified atomics, for about 20 s. Every program must succeed and
-    the console stay clean (console_guard)."""
+    (64 KiB), sroce-rdma-test's two-host RC and SRQ cases (every byte and
+    completion checked) and qperf's verified atomics, for about 20 s. Every
+    program must succeed and the console stay clean (console_guard).
+
+    The load overflows CPU 1's backlog queue (RPS hands it all of va's
+    packets; netdev_max_backlog 1000): several hundred packets are dropped
+    per run, as on a lossy link. RC retransmits; UC and UD lose the message
+    by definition, so their cases, checked elsewhere, stay out of this run."""
     g, b = guest, InNs(guest, "B")
+    cases = " ".join("--case %s" % c for c in HOST_CASES if not c.startswith(("uc_", "ud_")))
     ga, gb = gid_index(g, "sa", addr="10.78.0.1"), gid_index(b, "sb", addr="10.78.0.2")
     bw = "%s -d %s -x %d -q %d -s 65536 -D 20 -p %d %s"
     servers = [b.spawn(bw % ("ib_write_bw", "sb", gb, 4, 19001, "")),
@@ -132,7 +139,8 @@ def test_concurrent_traffic_on_two_cpus(guest):
                    g.spawn("for i in 1 2; do sleep 1; rping -c -a 10.78.0.2 -C 200 -S 65000 -V "
                            "-p 19010 || exit 1; done"),
                    g.spawn("for i in 1 2; do sleep 1; %s/sroce-rdma-test -d sa --gid %d "
-                           "--client 10.78.0.2 --port 19020 || exit 1; done" % (TOOLS, ga)),
+                           "--client 10.78.0.2 --port 19020 %s || exit 1; done" % (TOOLS, ga,
+                                                                                  cases)),
                    g.spawn("for i in 1 2; do qperf -cm1 -lp 19030 -t 3 10.78.0.2 "
                            "ver_rc_compare_swap ver_rc_fetch_add rc_bi_bw || exit 1; done")]
         results = wait_all(servers + clients, 300)
