@@ -188,17 +188,21 @@ void sroce_cc_init_dev(struct sroce_dev *sdev)
 	sdev->link_mbps = SROCE_CC_UNKNOWN_LINK_MBPS;
 }
 
-/* Under RTNL: the netdev's speed, the limiter's default maximum. */
+/*
+ * Under RTNL: the netdev's speed, the limiter's default maximum and what
+ * query_port reports (which so takes no RTNL of its own).
+ */
 void sroce_cc_link_update(struct sroce_dev *sdev, struct net_device *ndev)
 {
 	struct ethtool_link_ksettings ks;
-	u32 mbps = SROCE_CC_UNKNOWN_LINK_MBPS;
+	u32 speed = 0;
 
 	ASSERT_RTNL();
 	if (!__ethtool_get_link_ksettings(ndev, &ks) &&
 	    ks.base.speed && ks.base.speed != SPEED_UNKNOWN)
-		mbps = min_t(u32, ks.base.speed, SROCE_CC_RATE_MAX_MBPS);
-	WRITE_ONCE(sdev->link_mbps, mbps);
+		speed = min_t(u32, ks.base.speed, SROCE_CC_RATE_MAX_MBPS);
+	WRITE_ONCE(sdev->speed_mbps, speed);
+	WRITE_ONCE(sdev->link_mbps, speed ?: SROCE_CC_UNKNOWN_LINK_MBPS);
 }
 
 /* ------------------------------------------------------------ ECN, priority */

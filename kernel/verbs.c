@@ -129,12 +129,41 @@ static int sroce_query_device(struct ib_device *ibdev,
 	return 0;
 }
 
+/*
+ * The smallest IB rate (width x lane speed) not below an Ethernet speed, as
+ * ib_get_eth_speed() maps a speed without a lane count; a netdev without a
+ * speed (dummy, virtio-net without speed=) gets the slowest, 1X SDR.
+ */
+static const struct {
+	u32 max_mbps;
+	u8 width;
+	u16 speed;
+} sroce_port_rates[] = {
+	{ 1000, IB_WIDTH_1X, IB_SPEED_SDR },		/* 2.5 Gb/s */
+	{ 10000, IB_WIDTH_1X, IB_SPEED_FDR10 },		/* 10 */
+	{ 20000, IB_WIDTH_4X, IB_SPEED_DDR },		/* 20 */
+	{ 25000, IB_WIDTH_1X, IB_SPEED_EDR },		/* 25 */
+	{ 40000, IB_WIDTH_4X, IB_SPEED_FDR10 },		/* 40 */
+	{ 100000, IB_WIDTH_4X, IB_SPEED_EDR },		/* 100 */
+	{ 200000, IB_WIDTH_4X, IB_SPEED_HDR },		/* 200 */
+	{ U32_MAX, IB_WIDTH_4X, IB_SPEED_NDR },		/* 400 */
+};
+
+static void sroce_port_rate(u32 mbps, struct ib_port_attr *attr)
+{
+	unsigned int i = 0;
+
+	while (mbps > sroce_port_rates[i].max_mbps)
+		i++;
+	attr->active_width = sroce_port_rates[i].width;
+	attr->active_speed = sroce_port_rates[i].speed;
+}
+
 static int sroce_query_port(struct ib_device *ibdev, u32 port,
 			    struct ib_port_attr *attr)
 {
-	struct net_device *ndev = to_sdev(ibdev)->ndev;
-	u16 speed;
-	u8 width;
+	struct sroce_dev *sdev = to_sdev(ibdev);
+	struct net_device *ndev = sdev->ndev;
 
 	if (port != SROCE_PORT)
 		return -EINVAL;
@@ -153,13 +182,11 @@ static int sroce_query_port(struct ib_device *ibdev, u32 port,
 	attr->pkey_tbl_len = SROCE_PKEY_TBL_LEN;
 	attr->max_vl_num = 1;
 
-	/* Takes RTNL; falls back to the slowest rate if the netdev is gone. */
-	if (ib_get_eth_speed(ibdev, port, &speed, &width)) {
-		speed = IB_SPEED_SDR;
-		width = IB_WIDTH_1X;
-	}
-	attr->active_speed = speed;
-	attr->active_width = width;
+	/*
+	 * The netdev's speed as of its last state change (ib_get_eth_speed()
+	 * would take RTNL, and on 6.1 log a line, at every query).
+	 */
+	sroce_port_rate(READ_ONCE(sdev->speed_mbps), attr);
 
 	return 0;
 }

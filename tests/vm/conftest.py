@@ -47,6 +47,7 @@ SUBSET_TESTS = [
     "test_device.py::test_icrc_implementation_chosen_at_load_is_the_faster",
     "test_device.py::test_port_attributes_and_gid_table",
     "test_device.py::test_ibv_devinfo_shows_active_ethernet_port",
+    "test_device.py::test_port_rate_follows_the_netdev_speed",
     "test_device.py::test_implemented_verbs_work_and_the_rest_fail_cleanly",
     "test_device.py::test_port_state_follows_netdev_up_down_and_carrier",
     "test_device.py::test_eth0_down_up",

@@ -142,6 +142,26 @@ def test_ibv_devinfo_shows_active_ethernet_port(g0):
     assert re.search(r"active_mtu:\s+1024 \(3\)", out), out
 
 
+def test_port_rate_follows_the_netdev_speed(g0):
+    """The port's rate is the netdev's speed as an IB rate: eth0 (virtio-net,
+    speed=10000) 1X FDR10 (10 Gb/s); a dummy netdev has no speed: 1X SDR, and
+    querying its port 20 times logs nothing (ib_core's ib_get_eth_speed(), which
+    sroce used to call, logged "speed is unknown" at every query)."""
+    add_link(g0)
+    out = g0.check("ibv_devinfo -v -d sroce0")
+    assert re.search(r"active_width:\s+1X \(1\)", out), out
+    assert re.search(r"active_speed:\s+10\.0 Gbps \(8\)", out), out
+    g0.check("ip link add dummy0 type dummy && ip link set dummy0 up")
+    add_link(g0, "sdum", "dummy0")
+    logged = "dmesg | grep -c 'speed is unknown'; true"
+    before = int(g0.check(logged))
+    out = g0.check("for i in $(seq 20); do ibv_devinfo -v -d sdum || exit 1; done "
+                   ">/tmp/devinfo.out && tail -80 /tmp/devinfo.out")
+    assert re.search(r"active_width:\s+1X \(1\)", out), out
+    assert re.search(r"active_speed:\s+2\.5 Gbps \(1\)", out), out
+    assert int(g0.check(logged)) == before, g0.check("dmesg | tail -5")
+
+
 def test_implemented_verbs_work_and_the_rest_fail_cleanly(g0):
     add_link(g0)
     r = g0.run("%s/sroce-verbs-probe sroce0" % TOOLS)
