@@ -185,7 +185,7 @@ void sroce_dealloc_driver(struct ib_device *ibdev)
 	sdev->dead = true;
 	hash_del_rcu(&sdev->hnode);
 	ndev = sdev->ndev;
-	sdev->ndev = NULL;
+	WRITE_ONCE(sdev->ndev, NULL);
 	mutex_unlock(&sroce_devs_lock);
 
 	/* No receive is still looking at the device's counters. */
@@ -314,12 +314,16 @@ static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 	 */
 	rcu_read_lock();
 	sdev = sroce_any_dev_below_rcu(ndev);
-	if (sdev && net_eq(sdev->net, dev_net(ndev)))
+	if (sdev && net_eq(sdev->net, dev_net(ndev))) {
+		/* NULL once the device is being freed; its netdev is put a grace period later */
+		struct net_device *lower = READ_ONCE(sdev->ndev);
+
 		pr_info("sroce: %s lies over %s, whose sroce device %s has its GIDs\n",
-			netdev_name(ndev), netdev_name(sdev->ndev),
+			netdev_name(ndev), lower ? netdev_name(lower) : "a netdev",
 			dev_name(&sdev->ibdev.dev));
-	else
+	} else {
 		sdev = NULL;
+	}
 	rcu_read_unlock();
 	if (sdev)
 		return -EBUSY;
