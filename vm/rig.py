@@ -398,11 +398,15 @@ class Proc:
         return self.result
 
     def wait(self, timeout=60):
+        """The command's Result once it ends; killed after timeout s (rc 124). A
+        command that has ended keeps its Result, whatever the timeout (even 0)."""
         deadline = time.time() + timeout
-        while time.time() < deadline:
-            if self.poll() is not None:
-                return self.result
+        while self.poll() is None:
+            if time.time() >= deadline:
+                break
             time.sleep(0.2)
+        else:
+            return self.result
         self.kill()
         end = time.time() + 10
         while self.poll() is None and time.time() < end:
