@@ -28,7 +28,8 @@
  * WRITE without REMOTE_WRITE, bad lkey, receive buffer too small, RNR retry
  * exceeded, RNR retry recovering and its budget renewed per message, flush
  * of posted receives on ERR; completion channel events. Two-host cases: RC
- * SEND, WRITE, READ, atomics, READ + fenced SEND; UC SEND, WRITE; UD SEND.
+ * SEND, WRITE, READ, atomics, ATOMIC WRITE, READ + fenced SEND; UC SEND,
+ * WRITE; UD SEND; SENDs received through an SRQ.
  *
  * Every receive area is filled with a sentinel first and compared whole
  * with what it must hold afterwards, so writes out of place are found too.
