@@ -89,7 +89,7 @@ def tx_packets(g):
 
 
 @pytest.mark.parametrize("tool,args", [
-    ("ib_write_lat", "-s 64 -n 300"),
+    ("ib_write_lat", "-s 64 -n 300 -F"),
     ("ib_write_bw", "-s 4096 -n 3000 -F"),
 ])
 def test_one_queue_per_qp(guest, tool, args):
@@ -124,7 +124,9 @@ def test_concurrent_traffic_on_two_cpus(guest):
     g, b = guest, InNs(guest, "B")
     cases = " ".join("--case %s" % c for c in HOST_CASES if not c.startswith(("uc_", "ud_")))
     ga, gb = gid_index(g, "sa", addr="10.78.0.1"), gid_index(b, "sb", addr="10.78.0.2")
-    bw = "%s -d %s -x %d -q %d -s 65536 -D 20 -p %d %s"
+    # -F: a failed clock calibration (TCG) voids perftest's figures but does
+    # not fail the run; the traffic is what counts here
+    bw = "%s -d %s -x %d -q %d -s 65536 -D 20 -F -p %d %s"
     servers = [b.spawn(bw % ("ib_write_bw", "sb", gb, 4, 19001, "")),
                g.spawn(bw % ("ib_read_bw", "sa", ga, 2, 19002, "")),
                b.spawn("for i in 1 2; do rping -s -a 10.78.0.2 -C 200 -S 65000 -V -p 19010 "
