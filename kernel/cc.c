@@ -185,7 +185,6 @@ void sroce_cc_init_dev(struct sroce_dev *sdev)
 
 	for (i = 0; i < SROCE_CC_NR; i++)
 		sdev->cc[i] = sroce_cc_info[i].def;
-	sdev->link_mbps = SROCE_CC_UNKNOWN_LINK_MBPS;
 }
 
 /*
@@ -202,7 +201,6 @@ void sroce_cc_link_update(struct sroce_dev *sdev, struct net_device *ndev)
 	    ks.base.speed && ks.base.speed != SPEED_UNKNOWN)
 		speed = min_t(u32, ks.base.speed, SROCE_CC_RATE_MAX_MBPS);
 	WRITE_ONCE(sdev->speed_mbps, speed);
-	WRITE_ONCE(sdev->link_mbps, speed ?: SROCE_CC_UNKNOWN_LINK_MBPS);
 }
 
 /* ------------------------------------------------------------ ECN, priority */
@@ -230,7 +228,7 @@ static u32 sroce_cc_max_kbps(const struct sroce_dev *sdev)
 	u32 mbps = sroce_cc(sdev, SROCE_CC_RP_MAX_RATE);
 
 	if (!mbps)
-		mbps = READ_ONCE(sdev->link_mbps);
+		mbps = READ_ONCE(sdev->speed_mbps) ?: SROCE_CC_UNKNOWN_LINK_MBPS;
 	return mbps * 1000;
 }
 

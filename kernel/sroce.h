@@ -287,8 +287,7 @@ struct sroce_dev {
 
 	/* Congestion control (cc.c): parameters, netdev speed in Mb/s. */
 	u32			cc[SROCE_CC_NR];
-	u32			link_mbps;	/* RTNL writes */
-	u32			speed_mbps;	/* the same, 0: unknown */
+	u32			speed_mbps;	/* RTNL writes, 0: unknown */
 
 	/* Packets from this device to itself (net.c). */
 	struct sk_buff_head	lo_queue;

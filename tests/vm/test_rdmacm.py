@@ -466,8 +466,7 @@ IODEMO_MIN_BYTES = IODEMO_ITERS * IODEMO_MAX // 4
 
 
 def rdma_bytes(side):
-    c = counters(side.guest, side.dev)
-    return c["rx_bytes"] + c["tx_bytes"]
+    return sum(tx_rx_bytes(side))
 
 
 @pytest.mark.parametrize("tls,want", [
