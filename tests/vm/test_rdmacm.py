@@ -620,6 +620,29 @@ QPERF_TESTS = ("rc_rdma_write_bw", "rc_rdma_write_bw", "rc_rdma_write_bw", "rc_b
                "ver_rc_compare_swap", "ver_rc_fetch_add")
 
 
+# qperf 0.4.11 (Debian 12's) has perftest's race too: its server sends the rdma_cm
+# port over the control connection before rdma_listen(), so a client's connect
+# can reach ib_cm first and be rejected for want of a listener; the client then
+# says "unexpected event from RDMA CM: Event rejected". Fixed upstream after the
+# release (linux-rdma/qperf 118a571, "Fix rdmacm race"). Seen with an rdma_rxe
+# server on a loaded host. As with perftest, such a client runs once more
+# against a fresh server (said on stderr); a second rejection fails the test.
+QPERF_REJECTED = "unexpected event from RDMA CM: Event rejected"
+
+
+def run_qperf(srv, cli):
+    server = srv.guest.spawn("qperf -lp %d" % QPERF_PORT)
+    try:
+        wait_for(lambda: srv.guest.tcp_listening(QPERF_PORT, timeout=1) or None, timeout=30,
+                 what="qperf's server")
+        return cli.guest.run("qperf -cm1 -lp %d -t 2 %s %s" % (QPERF_PORT, srv.guest.ip4,
+                                                              " ".join(QPERF_TESTS)),
+                             timeout=TIMEOUT)
+    finally:
+        server.kill()
+        server.wait(10)
+
+
 def test_qperf(cm):
     """qperf 0.4.11 over rdma_cm (-cm1; without it qperf sets up RoCE QPs without a
     GRH, which ib_core refuses for every RoCE device): RC send and RDMA WRITE
@@ -627,16 +650,11 @@ def test_qperf(cm):
     tests that verify every result (ver_rc_*), 2 s each. Every test must report
     its figure; qperf fails a test whose end misses the 5 s control timeout."""
     srv, cli = cm.server, cm.client
-    server = srv.guest.spawn("qperf -lp %d" % QPERF_PORT)
-    try:
-        wait_for(lambda: srv.guest.tcp_listening(QPERF_PORT, timeout=1) or None, timeout=30,
-                 what="qperf's server")
-        c = cli.guest.run("qperf -cm1 -lp %d -t 2 %s %s" % (QPERF_PORT, srv.guest.ip4,
-                                                           " ".join(QPERF_TESTS)),
-                          timeout=TIMEOUT)
-    finally:
-        server.kill()
-        server.wait(10)
+    c = run_qperf(srv, cli)
+    if not c.ok and QPERF_REJECTED in c.out + c.err:
+        sys.stderr.write("\nqperf: connect rejected (listen race of qperf 0.4.11, %s <- %s); "
+                         "running once more\n%r\n" % (cm.kinds[0], cm.kinds[1], c))
+        c = run_qperf(srv, cli)
     assert c.ok, c
     got = re.findall(r"^(\w+):\n\s+(?:bw|latency|msg_rate)\s+=\s+[\d.]+ ", c.out, re.M)
     assert got == list(QPERF_TESTS), c
