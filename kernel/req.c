@@ -888,6 +888,11 @@ static void sroce_req_tx_refused(struct sroce_qp *qp)
 {
 	if (sroce_tx_hold_expired(qp)) {
 		sroce_qp_dbg(qp, "transmit path refused packets too long\n");
+		/*
+		 * A UD QP goes on after SQE -> RTS without a reset: a refusal
+		 * then starts a hold of its own.
+		 */
+		qp->req.tx_holding = false;
 		sroce_req_fail(qp, sroce_swqe_at(qp, qp->sq.cons),
 			       IB_WC_RETRY_EXC_ERR);
 		return;
