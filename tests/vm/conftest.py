@@ -21,6 +21,7 @@ from guestrdma import REPO, rigmod
 
 MAX_RESTARTS = 3
 RESTART_REPORTS = []  # printed again at the very end of the run (the part CI logs keep)
+FAILURE_SNAPSHOTS = []  # (test, what the guests showed when it failed), likewise
 # A VM test (its fixtures included) that runs longer than this is failed by
 # pytest-timeout: the slowest take about a minute under TCG.
 TEST_TIMEOUT = 600
@@ -167,6 +168,40 @@ def clean_consoles(request):
         pytest.fail("guest console shows kernel problems:\n" + "\n".join(bad))
 
 
+# What each guest shows right after a test fails: its load, the RDMA counters
+# that are not zero (sroce's drop and retry counters, rdma_rxe's), ib_cm's
+# message counters that are not zero (when ib_cm is loaded), and its last kernel
+# messages. In the test's report and again at the end of the run, so a failure
+# that does not come back when run alone leaves evidence.
+SNAPSHOT = ("cat /proc/loadavg; rdma statistic show 2>/dev/null | awk '{ printf \"%s %s\", $1, $2; "
+            "for (i = 3; i < NF; i += 2) if ($(i + 1) != 0) printf \" %s=%s\", $i, $(i + 1); "
+            "print \"\" }'; grep -rH . /sys/class/infiniband/*/ports/1/cm_* 2>/dev/null | "
+            "grep -v ':0$' | sed 's|^/sys/class/infiniband/||; s|/ports/1/| |' | tr '\\n' ' '; "
+            "echo; dmesg | tail -n 12")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    r = getattr(item, "funcargs", {}).get("rig")
+    if rep.when != "call" or not rep.failed or r is None:
+        return
+    parts = []
+    for g in r.guests:
+        why = g.health(timeout=10)
+        if why:
+            parts.append("--- %s: %s" % (g.name, why))
+            continue
+        try:
+            parts.append("--- %s\n%s" % (g.name, g.run(SNAPSHOT, timeout=30).out.rstrip()))
+        except Exception as e:  # a guest that broke just now: the health checks say so
+            parts.append("--- %s: %s" % (g.name, e))
+    text = "\n".join(parts)
+    rep.sections.append(("guests when the test failed", text))
+    FAILURE_SNAPSHOTS.append((item.nodeid, text))
+
+
 def pytest_collection_modifyitems(session, config, items):
     """test_packages.py first: it boots rigs of its own (the packaged module and
     provider), which must be down before the session rig boots."""
@@ -191,6 +226,9 @@ def pytest_collection_modifyitems(session, config, items):
 
 @pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter):
+    for nodeid, text in FAILURE_SNAPSHOTS[-5:]:
+        terminalreporter.section("guests when %s failed" % nodeid, sep="!")
+        terminalreporter.line(text[-4000:])
     for i, msg in enumerate(RESTART_REPORTS):
         terminalreporter.section("rig: broken guests, report %d of %d" %
                                  (i + 1, len(RESTART_REPORTS)), sep="!")
