@@ -49,6 +49,17 @@ CM_MODULES = ("rdma_ucm", "rdma_cm", "ib_cm", "iw_cm")
 CM_REJ_NO_LISTENER = "RDMA_CM_EVENT_REJECTED; error: 8."
 
 
+def once_more_if_rejected(pair, run, rejected):
+    """run(); if rejected(its result), say so on stderr and run it once more (with a
+    fresh server: run() starts one) and return that result."""
+    r = run()
+    if rejected(r):
+        sys.stderr.write("\nrdma_cm: connect rejected for want of a listener (%s <- %s); "
+                         "running once more\n%r\n" % (pair.kinds[0], pair.kinds[1], r))
+        r = run()
+    return r
+
+
 def cm_client_server(pair, server_cmd, client_cmd, port):
     # A wildcard listener shows only once rdma_cm knows a device to listen on: on a
     # device it does not take, perftest -R waits forever unseen; 30 s bounds that.
@@ -56,12 +67,8 @@ def cm_client_server(pair, server_cmd, client_cmd, port):
         return client_server(pair.server.guest, server_cmd, pair.client.guest, client_cmd,
                              port=port, timeout=TIMEOUT, listen_timeout=30,
                              is_listening=lambda g, p: cm_listening(g, p, pair.server.dev))
-    s, c = run()
-    if client_cmd.startswith("ib_") and c.rc != 0 and CM_REJ_NO_LISTENER in c.err:
-        sys.stderr.write("\nrdma_cm: connect rejected for want of a listener (%s <- %s); "
-                         "running once more\n%r\n%r\n" % (pair.kinds[0], pair.kinds[1], s, c))
-        s, c = run()
-    return s, c
+    return once_more_if_rejected(pair, run, lambda sc: client_cmd.startswith("ib_") and
+                                 sc[1].rc != 0 and CM_REJ_NO_LISTENER in sc[1].err)
 
 
 @pytest.fixture(scope="module")
@@ -650,11 +657,8 @@ def test_qperf(cm):
     tests that verify every result (ver_rc_*), 2 s each. Every test must report
     its figure; qperf fails a test whose end misses the 5 s control timeout."""
     srv, cli = cm.server, cm.client
-    c = run_qperf(srv, cli)
-    if not c.ok and QPERF_REJECTED in c.out + c.err:
-        sys.stderr.write("\nqperf: connect rejected (listen race of qperf 0.4.11, %s <- %s); "
-                         "running once more\n%r\n" % (cm.kinds[0], cm.kinds[1], c))
-        c = run_qperf(srv, cli)
+    c = once_more_if_rejected(cm, lambda: run_qperf(srv, cli),
+                              lambda c: not c.ok and QPERF_REJECTED in c.out + c.err)
     assert c.ok, c
     got = re.findall(r"^(\w+):\n\s+(?:bw|latency|msg_rate)\s+=\s+[\d.]+ ", c.out, re.M)
     assert got == list(QPERF_TESTS), c
