@@ -383,6 +383,16 @@ class Result:
                                                            err)
 
 
+def poll_pauses(first=0.02, longest=0.2):
+    """Pauses between polls of something about to end: short at first, then
+    doubling up to longest. A poll is one agent request (a few milliseconds), and
+    most waited-for commands end soon after the wait starts."""
+    pause = first
+    while True:
+        yield pause
+        pause = min(pause * 2, longest)
+
+
 class Proc:
     """A command running in the background in a guest."""
 
@@ -401,16 +411,18 @@ class Proc:
         """The command's Result once it ends; killed after timeout s (rc 124). A
         command that has ended keeps its Result, whatever the timeout (even 0)."""
         deadline = time.time() + timeout
+        pause = poll_pauses()
         while self.poll() is None:
             if time.time() >= deadline:
                 break
-            time.sleep(0.2)
+            time.sleep(next(pause))
         else:
             return self.result
         self.kill()
         end = time.time() + 10
+        pause = poll_pauses()
         while self.poll() is None and time.time() < end:
-            time.sleep(0.2)
+            time.sleep(next(pause))
         r = self.result or Result(self.cmd, 124, "", "", True)
         r.rc, r.timeout = 124, True
         self.result = r
@@ -619,8 +631,14 @@ class Guest:
                     return msg
 
     # -- commands
-    def run(self, cmd, timeout=120, check=False):
-        r = self.request({"op": "run", "cmd": cmd, "timeout": timeout}, timeout=timeout + 30)
+    def run(self, cmd, timeout=120, check=False, reap_wait=None):
+        """Run cmd; after timeout s it is killed (rc 124). One that cannot be
+        reaped reap_wait s after that (the agent's REAP_WAIT by default) is
+        reported stuck and the guest marked so."""
+        req = {"op": "run", "cmd": cmd, "timeout": timeout}
+        if reap_wait is not None:
+            req["reap_wait"] = reap_wait
+        r = self.request(req, timeout=timeout + 30)
         res = Result(cmd, r["rc"], r["out"], r["err"], r.get("timeout", False))
         if r.get("stuck"):
             self.stuck = "a killed command could not be reaped: %r" % cmd

@@ -134,7 +134,7 @@ def test_broken_guests_are_detected_and_replaced(own_rig):
         "dmsetup suspend --noudevsync stuck && "
         "dmsetup info -c --noheadings -o minor stuck").strip()
     res = g.run("dd if=/dev/dm-%s of=/dev/null bs=4096 count=1 iflag=direct" % minor,
-                timeout=3)
+                timeout=3, reap_wait=1)
     assert res.timeout and res.rc == 124, res
     assert "cannot be reaped" in res.err and "state D" in res.err, res
     assert "dd" in g.stuck, g.stuck

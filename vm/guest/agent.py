@@ -5,8 +5,9 @@
 Speaks JSON lines over a virtio-serial port. Each request carries an "id" and
 an "op"; each reply echoes the id. Ops:
   ping                          -> {}
-  run    cmd, timeout           -> rc, out, err   (rc 124 on timeout; "stuck" when
-                                   the killed command could not be reaped)
+  run    cmd, timeout[, reap_wait] -> rc, out, err (rc 124 on timeout; "stuck" when
+                                   the killed command could not be reaped in
+                                   reap_wait s, REAP_WAIT by default)
   spawn  cmd                    -> handle          (runs in the background)
   poll   handle                 -> done, rc, out, err (out/err only when done)
   kill   handle, sig            -> {}
@@ -26,6 +27,7 @@ the stuck tasks' kernel stacks, and the agent goes on serving requests.
 import glob
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -110,6 +112,23 @@ class Job:
                                      stdout=self.out, stderr=self.err,
                                      start_new_session=True)
 
+    def wait(self, timeout):
+        """Wait for the command to exit (subprocess.TimeoutExpired after timeout
+        s). Popen.wait(timeout) polls, sleeping up to 50 ms between looks, which
+        every command's answer paid; a pidfd says at once when it exits."""
+        try:
+            pidfd = os.pidfd_open(self.proc.pid)
+        except OSError:  # already reaped, or no pidfd support: poll as Popen does
+            return self.proc.wait(timeout=timeout)
+        try:
+            p = select.poll()
+            p.register(pidfd, select.POLLIN)
+            if not p.poll(max(0, timeout) * 1000):
+                raise subprocess.TimeoutExpired(self.proc.args, timeout)
+        finally:
+            os.close(pidfd)
+        return self.proc.wait()
+
     def kill(self, sig=signal.SIGKILL):
         try:
             os.killpg(self.proc.pid, sig)
@@ -170,12 +189,12 @@ def main():
             elif op == "run":
                 job = Job(req["cmd"])
                 try:
-                    job.proc.wait(timeout=req.get("timeout", 60))
+                    job.wait(req.get("timeout", 60))
                     reply.update(job.result())
                 except subprocess.TimeoutExpired:
                     job.kill()
                     try:
-                        job.proc.wait(timeout=REAP_WAIT)
+                        job.wait(req.get("reap_wait", REAP_WAIT))
                         reply.update(job.result())
                     except subprocess.TimeoutExpired:
                         reply.update(job.result())
