@@ -53,7 +53,7 @@ module:
 	@mkdir -p $(KBUILD_DIR)/kernel $(KBUILD_DIR)/include
 	@cp -a kernel/*.[ch] kernel/Kbuild $(KBUILD_DIR)/kernel/
 	@cp -a include/. $(KBUILD_DIR)/include/
-	$(MAKE) -C $(KDIR) M=$(KBUILD_DIR)/kernel $(if $(filter ON,$(WERROR)),KCFLAGS=-Werror) modules
+	$(MAKE) -j$$(nproc) -C $(KDIR) M=$(KBUILD_DIR)/kernel $(if $(filter ON,$(WERROR)),KCFLAGS=-Werror) modules
 
 userspace:
 	cmake -S . -B $(CMAKE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
