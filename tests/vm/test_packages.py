@@ -16,6 +16,7 @@ session rig's business).
 Runs before the other VM suites (conftest.py orders it first), so that its
 rigs are never up at the same time as their session rig.
 """
+import concurrent.futures
 import hashlib
 import os
 import sys
@@ -37,19 +38,43 @@ def user_root():
     return debroot.make_root(debs, KVERS)
 
 
-@pytest.fixture(scope="module", params=KVERS)
-def pkg_rig(request, user_root):
-    kver = request.param
+def _boot(kver):
     r = rigmod.Rig(guests=1, kver=kver, install_tree=debroot.ROOT,
                    outdir=os.path.join(REPO, "build", "vm", "packages-" + kver))
     r.start()
     sys.stderr.write("\nrig: a guest of %s (%s) with the packaged sroce up in %.1f s\n" %
                      (kver, "kvm" if r.kvm else "tcg", r.boot_seconds))
-    r.dkms_module = user_root[kver]
+    return r
+
+
+@pytest.fixture(scope="module")
+def pkg_rigs(user_root):
+    """A one-guest rig per kernel, all booted at once: a second one-vCPU guest
+    booting beside the first costs a few seconds, one after the other a boot."""
+    with concurrent.futures.ThreadPoolExecutor(len(KVERS)) as pool:
+        futures = {k: pool.submit(_boot, k) for k in KVERS}
+    rigs = {}
+    errors = []
+    for k, f in futures.items():
+        try:
+            rigs[k] = f.result()
+            rigs[k].dkms_module = user_root[k]
+        except Exception as e:  # noqa: BLE001 (reported below, after the others stop)
+            errors.append("%s: %s" % (k, e))
     try:
-        yield r
+        if errors:
+            pytest.fail("package rigs did not boot:\n" + "\n".join(errors))
+        yield rigs
     finally:
-        r.stop()
+        for r in rigs.values():
+            r.stop()
+
+
+@pytest.fixture(scope="module", params=KVERS)
+def pkg_rig(request, pkg_rigs):
+    r = pkg_rigs[request.param]
+    yield r
+    r.stop()
     bad = r.bad_console_lines()
     if bad:
         pytest.fail("guest console shows kernel problems:\n" + "\n".join(bad))
