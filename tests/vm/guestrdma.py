@@ -122,6 +122,21 @@ def sysfs(g, dev, path):
     return g.read_file("/sys/class/infiniband/%s/%s" % (dev, path)).strip()
 
 
+def hw_counters(g, dev="sroce0"):
+    """{name: value} of port 1's hw_counters of device dev (read by the agent: no
+    command), without ib_core's "lifespan" setting; {} if dev has none."""
+    files, _ = g.read_files(pattern="/sys/class/infiniband/%s/ports/1/hw_counters/*" % dev)
+    res = {}
+    for path, text in files.items():
+        name = path.rsplit("/", 1)[1]
+        if name != "lifespan":
+            try:
+                res[name] = int(text)
+            except ValueError:
+                pass
+    return res
+
+
 def active_mtu(g, dev):
     """Port 1's active MTU in bytes, as ibv_devinfo reports it."""
     m = re.search(r"active_mtu:\s*(\d+)", g.check("ibv_devinfo -d %s -i 1" % dev))
@@ -388,6 +403,7 @@ def wait_all(procs, timeout):
     """Results of the background Procs, all given one deadline (not timeout s each):
     those still running then are killed and get rc 124."""
     end = time.time() + timeout
+    pause = rigmod.poll_pauses()
     while time.time() < end and any(p.poll() is None for p in procs):
-        time.sleep(0.2)
+        time.sleep(next(pause))
     return [p.poll() or p.wait(0) for p in procs]

@@ -14,7 +14,7 @@ import re
 import shlex
 import time
 
-from guestrdma import wait_for
+from guestrdma import on_each, wait_for
 
 NVME_NQN = "nqn.2026-01.org.example:sroce-nvme"
 NVME_PORT = 4420
@@ -83,7 +83,8 @@ def guest_state(*guests):
     try:
         yield states
     finally:
-        left = {s.g.name: s.restore() for s in states}
+        # Each guest has its own CPU: restore them side by side.
+        left = dict(zip((s.g.name for s in states), on_each(lambda s: s.restore(), states)))
         left = {k: v for k, v in left.items() if v}
         assert not left, "modules left loaded after teardown: %r" % left
 
@@ -100,7 +101,9 @@ def kill_daemon(g, name, pidfile=None):
 # ------------------------------------------------------------ block devices and fio
 
 def block_devices(g):
-    return set(g.check("ls /sys/block").split())
+    """Names of g's block devices (each has a dev attribute; read by the agent)."""
+    files, _ = g.read_files(pattern="/sys/block/*/dev")
+    return {path.split("/")[3] for path in files}
 
 
 def ensure_dev_node(g, name):
@@ -271,7 +274,9 @@ def nvme_controllers(g, nqn):
 
 
 def nvme_ctrl_attr(g, ctrl, attr):
-    return g.run("cat /sys/class/nvme/%s/%s" % (ctrl, attr)).out.strip()
+    """Controller ctrl's sysfs attribute attr ("" if it cannot be read)."""
+    path = "/sys/class/nvme/%s/%s" % (ctrl, attr)
+    return g.read_files([path])[0].get(path, "").strip()
 
 
 def nvme_namespaces(g, nqn):

@@ -24,13 +24,12 @@ import time
 
 import pytest
 
-from guestrdma import (TOOLS, Capture, add_link, client_server, cm_listening,
+from guestrdma import (TOOLS, Capture, add_link, client_server, cm_listening, hw_counters,
                        unload_all_rdma_links, wait_for)
 
 PKTGEN = TOOLS + "/sroce-pktgen"
 VICTIM = TOOLS + "/sroce-victim"
 RDMA_TEST = TOOLS + "/sroce-rdma-test"
-HW = "/sys/class/infiniband/sroce0/ports/1/hw_counters"
 SPOOF6 = "fd99::77"        # nobody's address on the rig's link
 DEAD_QPN = 0x7777           # no QP of this number exists in guest 1
 MTU = 1024                  # the victim's path MTU
@@ -41,15 +40,7 @@ RPING_PORT = 7175
 # ------------------------------------------------------------ helpers
 
 def counters(g):
-    out = g.run("grep -H . %s/* 2>/dev/null" % HW, timeout=30).out
-    res = {}
-    for line in out.splitlines():
-        path, val = line.rsplit(":", 1)
-        try:
-            res[path.rsplit("/", 1)[1]] = int(val)
-        except ValueError:
-            pass
-    return res
+    return hw_counters(g)
 
 
 def grew(before, after, name):
@@ -102,7 +93,7 @@ class Victim:
         return None
 
     def text(self):
-        return self.g.run("cat %s 2>/dev/null" % self.out, timeout=30).out
+        return self.g.read_files([self.out], timeout=30)[0].get(self.out, "")
 
     def file(self, name):
         return "/tmp/hv-%s-%s" % (self.tag, name)
@@ -111,7 +102,7 @@ class Victim:
         self.g.check("touch %s" % self.file(name), timeout=30)
 
     def wait_file(self, name, timeout=30):
-        wait_for(lambda: self.g.run("test -e %s" % self.file(name), timeout=30).ok,
+        wait_for(lambda: self.file(name) in self.g.read_files([self.file(name)], timeout=30)[0],
                  timeout=timeout, what="victim %s to reach %s" % (self.tag, name))
 
     def wait_line(self, pattern, timeout):

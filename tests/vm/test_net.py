@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from guestrdma import TOOLS, add_link, unload_all_rdma_links
+from guestrdma import TOOLS, add_link, hw_counters, unload_all_rdma_links
 
 PKTGEN = TOOLS + "/sroce-pktgen"
 COUNTERS = "/sys/class/infiniband/sroce0/ports/1/hw_counters"
@@ -102,13 +102,8 @@ def port(rig, _port_owner):
 
 
 def counters(g, dev="sroce0"):
-    out = g.check("grep -H . /sys/class/infiniband/%s/ports/1/hw_counters/*" % dev)
-    res = {}
-    for line in out.splitlines():
-        path, val = line.rsplit(":", 1)
-        name = path.rsplit("/", 1)[1]
-        if name != "lifespan":      # ib_core's cache setting, not a counter
-            res[name] = int(val)
+    res = hw_counters(g, dev)
+    assert res, "%s: no hw_counters for %s" % (g.name, dev)
     return res
 
 

@@ -30,7 +30,7 @@ import pytest
 
 from bottleneck import counters
 from guestrdma import (TOOLS, both_ok, client_server, cm_listening, gid_index,
-                       perftest_clock_failed, wait_for)
+                       on_each, perftest_clock_failed, wait_for)
 from pairs import pair  # noqa: F401 (pair is a fixture)
 
 TIMEOUT = 120
@@ -75,8 +75,8 @@ def cm_client_server(pair, server_cmd, client_cmd, port):
 def cm(pair, rig):
     """The pair, with the rdma_cm user-space interface (/dev/infiniband/rdma_cm) in
     both guests; no guest udev loads rdma_ucm for us."""
-    for g in rig.guests:
-        g.check("modprobe rdma_ucm && test -c /dev/infiniband/rdma_cm")
+    on_each(lambda g: g.check("modprobe rdma_ucm && test -c /dev/infiniband/rdma_cm"),
+            rig.guests)
     yield pair
     for g in rig.guests:
         g.run("modprobe -r %s" % " ".join(CM_MODULES), timeout=60)
@@ -89,9 +89,11 @@ def no_cm_ids_left(cm, rig):
     """Every test leaves no rdma_cm ID (listener or connection) in either guest; a
     closed connection's IDs may take a moment to go (one in-guest loop per guest)."""
     yield
-    for g in rig.guests:
-        r = g.run("for i in $(seq 75); do [ -z \"$(rdma res show cm_id)\" ] && exit 0; "
-                  "sleep 0.2; done; rdma res show cm_id; exit 1", timeout=60)
+
+    def left(g):
+        return g.run("for i in $(seq 75); do [ -z \"$(rdma res show cm_id)\" ] && exit 0; "
+                     "sleep 0.2; done; rdma res show cm_id; exit 1", timeout=60)
+    for g, r in zip(rig.guests, on_each(left, rig.guests)):
         assert r.ok, "%s: rdma_cm IDs left 15 s after the test:\n%s" % (g.name, r.out)
 
 

@@ -100,8 +100,10 @@ def nvme_session(h, nvmet, sw):
 
 def tx_packets(g):
     """Packets g's one RDMA device has sent (sroce: tx_packets, rdma_rxe: sent_pkts)."""
-    return int(g.check("cd /sys/class/infiniband/*/ports/1/hw_counters && "
-                       "{ cat tx_packets 2>/dev/null || cat sent_pkts; }"))
+    files, _ = g.read_files(pattern="/sys/class/infiniband/*/ports/1/hw_counters/*")
+    counts = {p.rsplit("/", 1)[1]: v for p, v in files.items()}
+    assert len(files) == len(counts), "more than one RDMA device: %s" % sorted(files)
+    return int(counts.get("tx_packets", counts.get("sent_pkts", "")))
 
 
 @contextlib.contextmanager
