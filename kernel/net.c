@@ -105,6 +105,8 @@ static const char *const sroce_cnt_fixed_names[SROCE_CNT_DROP_BASE] = {
 	[SROCE_CNT_DROP_MTU]	= "rx_drop_mtu",
 	[SROCE_CNT_DROP_UC]	= "rx_drop_uc",
 	[SROCE_CNT_DROP_DUP_READ] = "rx_drop_dup_read",
+	[SROCE_CNT_DROP_QKEY]	= "rx_drop_qkey",
+	[SROCE_CNT_DROP_NO_RECV] = "rx_drop_no_recv",
 	/* the names mlx5 gives them, where it has them */
 	[SROCE_CNT_NP_ECN_MARKED] = "np_ecn_marked_roce_packets",
 	[SROCE_CNT_NP_CNP_SENT]	= "np_cnp_sent",
@@ -166,6 +168,27 @@ void sroce_cnt_inc(struct sroce_dev *sdev, unsigned int idx)
 	local_irq_save(flags);
 	sroce_cnt_add(sdev, idx, 1);
 	local_irq_restore(flags);
+}
+
+/* One counter's total over all CPUs (process context; 0 once freed). */
+u64 sroce_cnt_read(struct sroce_dev *sdev, unsigned int idx)
+{
+	unsigned int start;
+	u64 sum = 0, v;
+	int cpu;
+
+	if (!sdev->stats)
+		return 0;
+	for_each_possible_cpu(cpu) {
+		const struct sroce_rx_stats *s = per_cpu_ptr(sdev->stats, cpu);
+
+		do {
+			start = u64_stats_fetch_begin(&s->syncp);
+			v = u64_stats_read(&s->cnt[idx]);
+		} while (u64_stats_fetch_retry(&s->syncp, start));
+		sum += v;
+	}
+	return sum;
 }
 
 int sroce_net_alloc_stats(struct sroce_dev *sdev)

@@ -783,7 +783,7 @@ static void sroce_resp_ud(struct sroce_qp *qp, const struct sk_buff *skb,
 
 	sroce_deth_decode(ip + pkt->hdr_off[SROCE_HDR_DETH], &deth);
 	if (deth.qkey != qp->qkey) {
-		sroce_cnt_inc(qp->sdev, SROCE_CNT_RX_STALE);
+		sroce_cnt_inc(qp->sdev, SROCE_CNT_DROP_QKEY);
 		return;
 	}
 	if (pkt->payload_len > (128u << sroce_port_mtu(qp->sdev))) {
@@ -797,8 +797,10 @@ static void sroce_resp_ud(struct sroce_qp *qp, const struct sk_buff *skb,
 			sroce_resp_fatal(qp, 0, SROCE_NAK_REMOTE_OP_ERROR,
 					 IB_WC_SUCCESS);
 		}
+		if (err == -ENOSPC)	/* UD: no receive WQE, the message is lost */
+			sroce_cnt_inc(qp->sdev, SROCE_CNT_DROP_NO_RECV);
 		if (err)
-			return;	/* UD: no receive WQE, the message is lost */
+			return;
 		qp->resp.rwqe_valid = true;
 	}
 	if (sizeof(grh) + pkt->payload_len > sroce_rwqe_room(qp)) {

@@ -162,6 +162,8 @@ enum sroce_cnt {
 	SROCE_CNT_DROP_MTU,	/* payload larger than the path MTU */
 	SROCE_CNT_DROP_UC,	/* UC message dropped: access or length error */
 	SROCE_CNT_DROP_DUP_READ, /* duplicate READ not within the original */
+	SROCE_CNT_DROP_QKEY,	/* UD: DETH Q_Key is not the QP's */
+	SROCE_CNT_DROP_NO_RECV,	/* UD: no receive WQE posted */
 	SROCE_CNT_NP_ECN_MARKED, /* valid packets that arrived with CE */
 	SROCE_CNT_NP_CNP_SENT,	/* CNPs sent (notification point) */
 	SROCE_CNT_RP_CNP_HANDLED, /* CNPs a QP's rate limiter took */
@@ -1267,6 +1269,7 @@ void sroce_net_init_dev(struct sroce_dev *sdev);
 void sroce_net_fini_dev(struct sroce_dev *sdev);
 void sroce_cnt_inc(struct sroce_dev *sdev, unsigned int idx);
 void sroce_cnt_add_n(struct sroce_dev *sdev, unsigned int idx, u64 v);
+u64 sroce_cnt_read(struct sroce_dev *sdev, unsigned int idx);
 /*
  * Offset from skb->data of byte @off of a received IP datagram (struct
  * sroce_pkt's offsets count from the network header), for skb_copy_bits()

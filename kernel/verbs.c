@@ -181,6 +181,11 @@ static int sroce_query_port(struct ib_device *ibdev, u32 port,
 	attr->max_msg_sz = SROCE_MAX_MSG_SZ;
 	attr->pkey_tbl_len = SROCE_PKEY_TBL_LEN;
 	attr->max_vl_num = 1;
+	/* PortInfo's P_Key and Q_Key violation counters: 16 bits, saturating. */
+	attr->bad_pkey_cntr = min_t(u64, sroce_cnt_read(sdev, SROCE_CNT_DROP_PKEY),
+				    U16_MAX);
+	attr->qkey_viol_cntr = min_t(u64, sroce_cnt_read(sdev, SROCE_CNT_DROP_QKEY),
+				     U16_MAX);
 
 	/*
 	 * The netdev's speed as of its last state change (ib_get_eth_speed()

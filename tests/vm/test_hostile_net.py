@@ -43,6 +43,13 @@ def counters(g):
     return hw_counters(g)
 
 
+def port_violations(g):
+    """(bad_pkey_cntr, qkey_viol_cntr) of sroce0's port, as ibv_devinfo -v shows them."""
+    out = g.check("ibv_devinfo -v -d sroce0 -i 1")
+    return tuple(int(re.search(r"%s:\s*(0x[0-9a-f]+)" % name, out).group(1), 16)
+                 for name in ("bad_pkey_cntr", "qkey_viol_cntr"))
+
+
 def grew(before, after, name):
     """How much counter name grew (0 if the kernel does not have it)."""
     return after.get(name, 0) - before.get(name, 0)
@@ -262,15 +269,17 @@ def test_b_rc_write_from_non_peer_address(net, victims):
 
 def test_c_wrong_pkey_from_peer(net, victims):
     """RC WRITE ONLY from the peer's address with BTH P_Key 0x1234, marked CE:
-    dropped, rx_drop_pkey counts it, MR unchanged, and no CNP answers it (the
+    dropped, rx_drop_pkey counts it (and the port's bad_pkey_cntr), MR unchanged, and no CNP answers it (the
     CE mark arrived: np_ecn_marked_roce_packets counts it)."""
     g0, g1, _, _ = net
     c = Checks("wrong BTH P_Key")
     v = start(victims, g0, "c", "rc", g1.ip4, ["wait /tmp/hv-c-go", "check", "state", "exit"])
-    before = counters(g0)
+    before, viol = counters(g0), port_violations(g0)
     sent = attack(g1, g0, "rc_write_only", 2, v, v.rq_psn,
                   extra="--pkey 0x1234 --payload-len 128 --ecn 3")
     after = settle(g0, before, "rx_drop_pkey", sent)
+    bad_pkey = port_violations(g0)[0] - viol[0]
+    c.expect(bad_pkey == sent, "the port's bad_pkey_cntr grew by %d, not %d" % (bad_pkey, sent))
     c.expect(grew(before, after, "np_ecn_marked_roce_packets") == sent,
              "np_ecn_marked_roce_packets grew by %d, not %d"
              % (grew(before, after, "np_ecn_marked_roce_packets"), sent))
@@ -749,6 +758,53 @@ def test_e_gsi_flood_then_rdma_cm(net):
     finally:
         g1.run("modprobe -r %s 2>/dev/null; true" % " ".join(CM_MODULES), timeout=60)
         unload_all_rdma_links(g1)
+    c.done()
+
+
+UD_IDLE = "/src/tests/vm/guest_ud_idle.py"
+
+
+def test_s_ud_messages_it_cannot_take_are_counted(net):
+    """UD SENDs to a UD QP in RTS with no receive WQE posted are lost (UD has no
+    RNR NAK): rx_drop_no_recv counts each, nothing completes, the QP stays in RTS.
+    With a wrong Q_Key, to that QP and to the GSI QP, rx_drop_qkey counts them,
+    and so does the port's qkey_viol_cntr; rx_stale counts none of them."""
+    g0, g1, _, _ = net
+    c = Checks("UD drops")
+    ready, done = "/tmp/hv-ud-ready", "/tmp/hv-ud-done"
+    g0.check("rm -f %s %s" % (ready, done))
+    p = g0.spawn("python3 %s sroce0 0x1234 %s %s 90" % (UD_IDLE, ready, done))
+    try:
+        wait_for(lambda: ready in g0.read_files([ready])[0] or p.poll() is not None,
+                 timeout=60, what="the UD QP")
+        files = g0.read_files([ready])[0]
+        assert ready in files, p.wait(5)
+        qpn = int(files[ready])
+        before, viol = counters(g0), port_violations(g0)
+        n = attack(g1, g0, "ud_send", 20, extra="--qpn %d --qkey 0x1234" % qpn)
+        mid = settle(g0, before, "rx_drop_no_recv", n)
+        wrong = attack(g1, g0, "ud_send", 7, extra="--qpn %d --qkey 0x4321" % qpn)
+        wrong += attack(g1, g0, "gsi_flood", 5, extra="--qkey 0x4321 --payload-len 64")
+        after = settle(g0, mid, "rx_drop_qkey", wrong)
+        qkey_viol = port_violations(g0)[1] - viol[1]
+        g0.check("touch %s" % done)
+        r = p.wait(30)
+        c.note("counters grew: %s" % {k: after[k] - before.get(k, 0) for k in after
+                                      if after[k] != before.get(k, 0)})
+        c.expect(grew(before, mid, "rx_drop_no_recv") == n,
+                 "rx_drop_no_recv grew by %d, not %d" % (grew(before, mid, "rx_drop_no_recv"), n))
+        c.expect(grew(mid, after, "rx_drop_no_recv") == 0,
+                 "wrong Q_Key messages counted in rx_drop_no_recv")
+        c.expect(grew(mid, after, "rx_drop_qkey") == wrong,
+                 "rx_drop_qkey grew by %d, not %d" % (grew(mid, after, "rx_drop_qkey"), wrong))
+        c.expect(qkey_viol == wrong, "qkey_viol_cntr grew by %d, not %d" % (qkey_viol, wrong))
+        c.expect(grew(before, after, "rx_stale") == 0,
+                 "rx_stale grew by %d" % grew(before, after, "rx_stale"))
+        c.expect(r.ok and "qp_state=RTS completions=0" in r.out, "the UD QP: %r" % r)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(10)
     c.done()
 
 

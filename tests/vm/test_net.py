@@ -49,7 +49,8 @@ TRANSPORT_COUNTERS = ["tx_packets", "tx_bytes", "tx_err", "retry", "seq_nak_rcvd
 # transport drops: packets that passed the validator but that a QP (or the
 # GSI/UD path) refused; listed in hw_counters before the validator's reasons
 TRANSPORT_DROPS = ["rx_drop_peer", "rx_drop_pkey", "rx_drop_psn", "rx_drop_ud_len",
-                   "rx_drop_mtu", "rx_drop_uc", "rx_drop_dup_read"]
+                   "rx_drop_mtu", "rx_drop_uc", "rx_drop_dup_read", "rx_drop_qkey",
+                   "rx_drop_no_recv"]
 # congestion control (test_congestion.py): not outcomes of a packet, rx_cnp is
 CC_COUNTERS = ["np_ecn_marked_roce_packets", "np_cnp_sent", "rp_cnp_handled",
                "rp_cnp_ignored", "rp_rate_reductions"]

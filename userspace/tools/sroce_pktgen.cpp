@@ -610,6 +610,14 @@ std::vector<Mode> modes()
 			     return transport(ep, c, SROCE_OP_UD_SEND_ONLY, SROCE_GSI_QPN,
 					      payload_or(c, 300), c.psn + static_cast<uint32_t>(i), x);
 		     }, SROCE_OP_UD_SEND_ONLY});
+	m.push_back({"ud_send", "transport",
+		     "UD SEND ONLY to --qpn, DETH --qkey (0x80010000), src QP 1, --payload-len (64)",
+		     [](const Endpoint &ep, const Config &c, unsigned long i, std::mt19937_64 &) {
+			     Ext x;
+			     x.qkey = c.qkey;
+			     return transport(ep, c, SROCE_OP_UD_SEND_ONLY, c.qpn, payload_or(c, 64),
+					      c.psn + static_cast<uint32_t>(i), x);
+		     }, SROCE_OP_UD_SEND_ONLY});
 	m.push_back({"read_resp_long", "transport",
 		     "RC READ RESPONSE ONLY at --psn + i, --payload-len (1024) bytes",
 		     [](const Endpoint &ep, const Config &c, unsigned long i, std::mt19937_64 &) {
