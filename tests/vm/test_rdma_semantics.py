@@ -404,6 +404,9 @@ def two_host_jumbo(rig):
     a head plus page fragments, which it reads in place (ICRC, placement into
     memory). Loaded with icrc= JUMBO_ICRC, threaded NAPI on. (runs, {guest
     name: {counter, "icrc" or "napi_threads": value after the run}})."""
+    # sroce must load afresh to read the options: the last two_host pair (rdma_rxe
+    # server, sroce client) may still be set up, its module kept loaded.
+    unconfigure(rig, [g for g in rig.guests if g.name not in WEDGED], "the two_host pairs")
     for g, icrc in zip(rig.guests, JUMBO_ICRC):
         g.check("ip link set eth0 mtu 9000 && echo 1 > /sys/class/net/eth0/threaded && "
                 "echo 'options sroce icrc=%s' > %s" % (icrc, ICRC_CONF))
