@@ -48,12 +48,13 @@ all: module userspace
 deps:
 	@scripts/install-deps.sh
 
+# Kbuild runs one job per CPU, or shares make's own jobs when make was given -j.
 module:
 	@test -n "$(KVER)" || { echo "no kernel headers found: run scripts/install-deps.sh" >&2; exit 1; }
 	@mkdir -p $(KBUILD_DIR)/kernel $(KBUILD_DIR)/include
 	@cp -a kernel/*.[ch] kernel/Kbuild $(KBUILD_DIR)/kernel/
 	@cp -a include/. $(KBUILD_DIR)/include/
-	$(MAKE) -j$$(nproc) -C $(KDIR) M=$(KBUILD_DIR)/kernel $(if $(filter ON,$(WERROR)),KCFLAGS=-Werror) modules
+	$(MAKE) $(if $(filter -j%,$(MAKEFLAGS)),,-j$$(nproc)) -C $(KDIR) M=$(KBUILD_DIR)/kernel $(if $(filter ON,$(WERROR)),KCFLAGS=-Werror) modules
 
 userspace:
 	cmake -S . -B $(CMAKE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -638,7 +638,8 @@ class Guest:
         req = {"op": "run", "cmd": cmd, "timeout": timeout}
         if reap_wait is not None:
             req["reap_wait"] = reap_wait
-        r = self.request(req, timeout=timeout + 30)
+        # The agent's answer may wait for the command's timeout and then its reap.
+        r = self.request(req, timeout=timeout + (10 if reap_wait is None else reap_wait) + 20)
         res = Result(cmd, r["rc"], r["out"], r["err"], r.get("timeout", False))
         if r.get("stuck"):
             self.stuck = "a killed command could not be reaped: %r" % cmd

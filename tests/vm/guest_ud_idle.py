@@ -30,8 +30,9 @@ def main():
     attr = QPAttr(port_num=1)
     attr.qkey = qkey
     qp.to_rts(attr)
-    with open(ready, "w") as f:
+    with open(ready + ".tmp", "w") as f:
         f.write("%d\n" % qp.qp_num)
+    os.rename(ready + ".tmp", ready)  # whole, or not there
     while not os.path.exists(done) and time.time() < end:
         time.sleep(0.1)
     state = qp.query(e.IBV_QP_STATE)[0].qp_state

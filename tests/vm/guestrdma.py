@@ -125,7 +125,8 @@ def sysfs(g, dev, path):
 def hw_counters(g, dev="sroce0"):
     """{name: value} of port 1's hw_counters of device dev (read by the agent: no
     command), without ib_core's "lifespan" setting; {} if dev has none."""
-    files, _ = g.read_files(pattern="/sys/class/infiniband/%s/ports/1/hw_counters/*" % dev)
+    files, errors = g.read_files(pattern="/sys/class/infiniband/%s/ports/1/hw_counters/*" % dev)
+    assert not errors, "%s: hw_counters of %s not read: %s" % (g.name, dev, errors)
     res = {}
     for path, text in files.items():
         name = path.rsplit("/", 1)[1]

@@ -102,8 +102,8 @@ def kill_daemon(g, name, pidfile=None):
 
 def block_devices(g):
     """Names of g's block devices (each has a dev attribute; read by the agent)."""
-    files, _ = g.read_files(pattern="/sys/block/*/dev")
-    return {path.split("/")[3] for path in files}
+    files, errors = g.read_files(pattern="/sys/block/*/dev")
+    return {path.split("/")[3] for path in list(files) + list(errors)}
 
 
 def ensure_dev_node(g, name):

@@ -123,7 +123,7 @@ class Job:
         try:
             p = select.poll()
             p.register(pidfd, select.POLLIN)
-            if not p.poll(max(0, timeout) * 1000):
+            if not p.poll(None if timeout is None else max(0, timeout) * 1000):
                 raise subprocess.TimeoutExpired(self.proc.args, timeout)
         finally:
             os.close(pidfd)
