@@ -731,7 +731,8 @@ static bool sroce_resp_get_rwqe(struct sroce_qp *qp, u32 psn,
 		sroce_cnt_inc(qp->sdev, SROCE_CNT_RNR_NAK_SENT);
 		sroce_send_ack(qp, psn, sroce_aeth_syn_rnr(qp->min_rnr_timer));
 		qp->resp.nak_sent = true;
-	} else {
+	} else {	/* UC: no RNR NAK, the message is lost */
+		sroce_cnt_inc(qp->sdev, SROCE_CNT_DROP_NO_RECV);
 		sroce_uc_drop(qp, psn, oi);
 	}
 	return false;

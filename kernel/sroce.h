@@ -163,7 +163,7 @@ enum sroce_cnt {
 	SROCE_CNT_DROP_UC,	/* UC message dropped: access or length error */
 	SROCE_CNT_DROP_DUP_READ, /* duplicate READ not within the original */
 	SROCE_CNT_DROP_QKEY,	/* UD: DETH Q_Key is not the QP's */
-	SROCE_CNT_DROP_NO_RECV,	/* UD: no receive WQE posted */
+	SROCE_CNT_DROP_NO_RECV,	/* UD/UC: no receive WQE posted */
 	SROCE_CNT_NP_ECN_MARKED, /* valid packets that arrived with CE */
 	SROCE_CNT_NP_CNP_SENT,	/* CNPs sent (notification point) */
 	SROCE_CNT_RP_CNP_HANDLED, /* CNPs a QP's rate limiter took */

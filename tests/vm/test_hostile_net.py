@@ -433,6 +433,29 @@ def test_h_uc_bad_rkey_then_valid_write(net, victims):
     c.done()
 
 
+def test_t_uc_send_without_a_receive_is_lost_and_counted(net, victims):
+    """UC SEND ONLY from the peer to a UC QP with no receive WQE posted: lost, as
+    UC has no RNR NAK; rx_drop_no_recv counts each, nothing completes, no NAK
+    goes back, and the QP stays in RTS."""
+    g0, g1, _, _ = net
+    c = Checks("UC SEND without a receive")
+    v = start(victims, g0, "t", "uc", g1.ip4, ["wait /tmp/hv-t-go", "poll 300", "state", "exit"],
+              extra="--recvs 0")
+    before = counters(g0)
+    sent = attack(g1, g0, "uc_send_only", 3, v, v.rq_psn, extra="--payload-len 64")
+    after = settle(g0, before, "rx_drop_no_recv", sent)
+    v.go()
+    out = v.finish()
+    c.note(out.strip())
+    c.expect(grew(before, after, "rx_drop_no_recv") == sent,
+             "rx_drop_no_recv grew by %d, not %d" % (grew(before, after, "rx_drop_no_recv"), sent))
+    for name in ("rx_drop_uc", "rx_stale", "tx_packets"):
+        c.expect(grew(before, after, name) == 0, "%s grew by %d" % (name, grew(before, after, name)))
+    c.expect("wc status=" not in out, "a completion for a lost message: %s" % out)
+    c.expect(states(out) == ["RTS"], "UC QP state: %s" % states(out))
+    c.done()
+
+
 def test_i_read_response_longer_than_asked(net, victims):
     """A 1024-byte READ RESPONSE ONLY to a 64-byte RDMA READ: the READ
     completes in error and nothing beyond the 64 bytes asked for is written."""

@@ -6,7 +6,7 @@
  * unregistered guard areas, and commands then run in order:
  *
  *   sroce-victim -d DEV --type rc|uc --remote-ip IP --remote-qpn Q [--gid N]
- *                [--mr-size BYTES] [--psn P] [--timeout T] [--retry N]
+ *                [--mr-size BYTES] [--psn P] [--timeout T] [--retry N] [--recvs N]
  *                [--remote-va V] [--remote-rkey K] [--script FILE|--cmd 'c;c;...']
  *
  * First line on stdout, flushed: {"qpn":..,"rq_psn":..,"sq_psn":..,"rkey":..,
@@ -74,6 +74,7 @@ struct Options {
 	uint32_t psn = 0x100;
 	uint8_t timeout = 18;
 	uint8_t retry = 7;
+	int recvs = RECVS;	/* receive WQEs posted at the start */
 	uint64_t remote_va = 0;
 	uint32_t remote_rkey = 0;
 	std::vector<std::string> cmds;
@@ -91,6 +92,7 @@ struct Options {
 	std::fprintf(stderr, "sroce-victim: %s\n"
 		     "usage: sroce-victim -d DEV --type rc|uc --remote-ip IP --remote-qpn Q [--gid N]\n"
 		     "                    [--mr-size BYTES] [--psn P] [--timeout T] [--retry N]\n"
+		     "                    [--recvs N (0..16, default 16)]\n"
 		     "                    [--remote-va V] [--remote-rkey K]\n"
 		     "                    [--script FILE | --cmd 'CMD;CMD;...']\n", msg);
 	std::exit(2);
@@ -154,6 +156,8 @@ Options parse(int argc, char **argv)
 			o.timeout = static_cast<uint8_t>(num(val(), 31));
 		} else if (a == "--retry") {
 			o.retry = static_cast<uint8_t>(num(val(), 7));
+		} else if (a == "--recvs") {
+			o.recvs = static_cast<int>(num(val(), RECVS));
 		} else if (a == "--remote-va") {
 			o.remote_va = num(val(), UINT64_MAX);
 		} else if (a == "--remote-rkey") {
@@ -330,7 +334,7 @@ void Victim::connect(const ibv_gid &dgid, int sgid)
 
 void Victim::post_recvs()
 {
-	for (int i = 0; i < RECVS; i++) {
+	for (int i = 0; i < o_.recvs; i++) {
 		ibv_sge sge = {};
 		sge.addr = reinterpret_cast<uint64_t>(local_.data() + SEND_LEN + i * RECV_LEN);
 		sge.length = RECV_LEN;
