@@ -221,25 +221,13 @@ int sroce_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 		       u32 port, int index)
 {
 	struct sroce_dev *sdev = to_sdev(ibdev);
-	unsigned int i, start;
-	int cpu;
+	unsigned int i;
 
 	if (!sdev->stats || stats->num_counters != SROCE_CNT_NR)
 		return -EINVAL;
 
-	memset(stats->value, 0, sizeof(u64) * SROCE_CNT_NR);
-	for_each_possible_cpu(cpu) {
-		const struct sroce_rx_stats *s = per_cpu_ptr(sdev->stats, cpu);
-		u64 v[SROCE_CNT_NR];
-
-		do {
-			start = u64_stats_fetch_begin(&s->syncp);
-			for (i = 0; i < SROCE_CNT_NR; i++)
-				v[i] = u64_stats_read(&s->cnt[i]);
-		} while (u64_stats_fetch_retry(&s->syncp, start));
-		for (i = 0; i < SROCE_CNT_NR; i++)
-			stats->value[i] += v[i];
-	}
+	for (i = 0; i < SROCE_CNT_NR; i++)
+		stats->value[i] = sroce_cnt_read(sdev, i);
 	return SROCE_CNT_NR;
 }
 
