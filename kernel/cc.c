@@ -610,12 +610,10 @@ void sroce_cc_rcv_ce(struct sroce_qp *qp, const struct sk_buff *skb,
 
 /* ------------------------------------------------------------ restrack */
 
-/* Per-QP congestion state in "rdma resource show qp -dd". */
-int sroce_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
+/* Per-QP congestion state in "rdma resource show qp -dd" (qp.c's nest). */
+int sroce_cc_fill_res(struct sk_buff *msg, struct sroce_qp *qp)
 {
-	struct sroce_qp *qp = to_sqp(ibqp);
 	struct sroce_cc_qp *cc = &qp->cc;
-	struct nlattr *table;
 	u64 tx_bytes, handled, cuts;
 	u32 rate, target, min_rate, alpha;
 
@@ -629,9 +627,6 @@ int sroce_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 	spin_unlock_bh(&cc->lock);
 	tx_bytes = atomic64_read(&cc->tx_bytes);
 
-	table = nla_nest_start(msg, RDMA_NLDEV_ATTR_DRIVER);
-	if (!table)
-		return -EMSGSIZE;
 	if (rdma_nl_put_driver_u64(msg, "tx_bytes", tx_bytes) ||
 	    rdma_nl_put_driver_u64(msg, "ecn_ce_rcvd",
 				   atomic64_read(&cc->ce_rcvd)) ||
@@ -642,10 +637,7 @@ int sroce_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 	    rdma_nl_put_driver_u32(msg, "rate_mbps", rate) ||
 	    rdma_nl_put_driver_u32(msg, "target_mbps", target) ||
 	    rdma_nl_put_driver_u32(msg, "min_rate_mbps", min_rate) ||
-	    rdma_nl_put_driver_u32(msg, "alpha", alpha)) {
-		nla_nest_cancel(msg, table);
+	    rdma_nl_put_driver_u32(msg, "alpha", alpha))
 		return -EMSGSIZE;
-	}
-	nla_nest_end(msg, table);
 	return 0;
 }

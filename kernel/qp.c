@@ -840,6 +840,102 @@ int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	return 0;
 }
 
+/* ---------------------------------------------------------------- restrack */
+
+/* The transport state of an RC or UC QP, as one lock pass sees it. */
+struct sroce_res_qp {
+	u32	sq_wqes;	/* fetched from the SQ ring, not completed */
+	u32	sq_unsent;	/* of those, not started (or gone back to) */
+	u32	comp_psn;	/* oldest PSN not acknowledged */
+	u32	rd_out;		/* READs and atomics started, not done */
+	u32	retry_left;
+	u32	rnr_left;
+	u32	paused;		/* waiting out an RNR NAK's delay */
+	u32	ack_timer;	/* armed */
+	u32	rnr_timer;	/* armed */
+	u32	tx_stalled;	/* the transmit path's share is full */
+	u32	nak_sent;	/* a NAK for the expected PSN is out */
+	u32	in_msg;		/* inside a multi-packet message */
+	u32	recv_held;	/* a receive WQE taken for it */
+	u32	read_left;	/* READ being answered: bytes to send */
+	u32	backlog;	/* requests queued behind that READ */
+};
+
+static void sroce_res_qp_read(struct sroce_qp *qp, struct sroce_res_qp *r)
+{
+	spin_lock_bh(&qp->sq_lock);
+	r->sq_wqes = qp->req.fetched - qp->sq.cons;
+	r->sq_unsent = qp->req.fetched - qp->req.next;
+	r->comp_psn = qp->comp.psn;
+	r->rd_out = qp->req.rd_out;
+	r->retry_left = qp->comp.retry_left;
+	r->rnr_left = qp->comp.rnr_left;
+	r->paused = qp->req.paused;
+	r->ack_timer = timer_pending(&qp->comp.retry_timer);
+	r->rnr_timer = timer_pending(&qp->comp.rnr_timer);
+	r->tx_stalled = test_bit(SROCE_TX_WAIT_REQ, &qp->tx_stalled);
+	spin_unlock_bh(&qp->sq_lock);
+
+	spin_lock_bh(&qp->rq_lock);
+	r->nak_sent = qp->resp.nak_sent;
+	r->in_msg = qp->resp.in_msg;
+	r->recv_held = qp->resp.rwqe_valid;
+	r->read_left = qp->resp.read.active ? qp->resp.read.left : 0;
+	r->backlog = skb_queue_len(&qp->resp.backlog);
+	spin_unlock_bh(&qp->rq_lock);
+}
+
+/*
+ * Driver attributes of "rdma resource show qp -dd": for RC and UC where the
+ * send and receive sides stand (ib_core gives the next PSNs, sq-psn and
+ * rq-psn), so that a connection that stopped moving shows why; then
+ * congestion control's state (cc.c).
+ */
+int sroce_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
+{
+	struct sroce_qp *qp = to_sqp(ibqp);
+	struct sroce_res_qp r;
+	struct nlattr *table;
+	const struct {
+		const char *name;
+		const u32 *val;
+	} attrs[] = {
+		{ "sq_wqes", &r.sq_wqes },
+		{ "sq_unsent", &r.sq_unsent },
+		{ "comp_psn", &r.comp_psn },
+		{ "rd_out", &r.rd_out },
+		{ "retry_left", &r.retry_left },
+		{ "rnr_retry_left", &r.rnr_left },
+		{ "rnr_paused", &r.paused },
+		{ "ack_timer", &r.ack_timer },
+		{ "rnr_timer", &r.rnr_timer },
+		{ "tx_stalled", &r.tx_stalled },
+		{ "resp_nak_sent", &r.nak_sent },
+		{ "resp_in_msg", &r.in_msg },
+		{ "resp_recv_held", &r.recv_held },
+		{ "resp_read_left", &r.read_left },
+		{ "resp_backlog", &r.backlog },
+	};
+	bool transport = qp->type == IB_QPT_RC || qp->type == IB_QPT_UC;
+	unsigned int i;
+
+	if (transport)
+		sroce_res_qp_read(qp, &r);
+	table = nla_nest_start(msg, RDMA_NLDEV_ATTR_DRIVER);
+	if (!table)
+		return -EMSGSIZE;
+	for (i = 0; transport && i < ARRAY_SIZE(attrs); i++)
+		if (rdma_nl_put_driver_u32(msg, attrs[i].name, *attrs[i].val))
+			goto full;
+	if (sroce_cc_fill_res(msg, qp))
+		goto full;
+	nla_nest_end(msg, table);
+	return 0;
+full:
+	nla_nest_cancel(msg, table);
+	return -EMSGSIZE;
+}
+
 /* ----------------------------------------------------------------- destroy */
 
 int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)

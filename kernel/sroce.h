@@ -1081,7 +1081,7 @@ void sroce_cc_rcv_cnp(struct sroce_dev *sdev, const struct sk_buff *skb,
 		      const struct sroce_pkt *pkt);
 void sroce_cc_rcv_ce(struct sroce_qp *qp, const struct sk_buff *skb,
 		     const struct sroce_pkt *pkt);
-int sroce_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp);
+int sroce_cc_fill_res(struct sk_buff *msg, struct sroce_qp *qp);
 
 /*
  * May @who (SROCE_CC_WAIT_REQ under sq_lock, SROCE_CC_WAIT_RESP under
@@ -1155,6 +1155,7 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		    struct ib_udata *udata);
 int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		   struct ib_qp_init_attr *init);
+int sroce_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp);
 int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
 struct sroce_qp *sroce_qp_get(struct sroce_dev *sdev, u32 qpn);
 void sroce_qp_put(struct sroce_qp *qp);

@@ -477,3 +477,54 @@ echo races-done
     assert g0.check("ip -br link | grep -E '^(d0|x[0-9]+|z[0-9]+)[ @]' || true").strip() == ""
     add_link(g0)  # loads again and works
     assert sysfs(g0, "sroce0", "ports/1/state") == "4: ACTIVE"
+
+
+RNR_HOLD = "/src/tests/vm/guest_rnr_hold.py"
+
+
+def qp_view(g, qpn):
+    """Driver attributes (drv_*) and PSNs of QP qpn as "rdma resource show qp -dd" gives them."""
+    out = g.check("rdma res show qp link sroce0/1 lqpn %d -dd" % qpn)
+    return dict((k, int(v)) for k, v in re.findall(r"\b(drv_\w+|sq-psn|rq-psn) (\d+)", out))
+
+
+def test_rdma_resource_shows_where_a_connection_stands(g0):
+    """"rdma resource show qp -dd" gives the transport state of an RC QP: two QPs
+    connected in loopback, A's SEND waits out B's RNR NAKs (no receive posted,
+    rnr_retry 7): A shows its WQE outstanding, paused, the RNR timer running
+    and the ACK timer not; B shows the NAK sent for its expected PSN. Once B
+    posts its receive the SEND completes (data checked) and both show nothing
+    left: no WQE, no pause, no timer, and the PSNs moved on by one packet."""
+    add_link(g0)
+    gidx = wait_for(lambda: gid_index_or_none(g0, "sroce0", g0.ip4), timeout=30,
+                    what="the IPv4 GID")[0]
+    d = "/tmp/rnr-hold"
+    g0.check("rm -rf %s && mkdir %s" % (d, d))
+    p = g0.spawn("python3 %s sroce0 %d %s 120" % (RNR_HOLD, gidx, d))
+    try:
+        wait_for(lambda: d + "/ready" in g0.read_files([d + "/ready"])[0] or
+                 p.poll() is not None, timeout=60, what="the two QPs")
+        files = g0.read_files([d + "/ready"])[0]
+        assert d + "/ready" in files, p.wait(5)
+        qa, qb = map(int, files[d + "/ready"].split())
+        # A is paused nearly all the time (491 ms after each NAK): catch it there.
+        a = wait_for(lambda: (lambda v: v if v.get("drv_rnr_paused") else None)(qp_view(g0, qa)),
+                     timeout=10, interval=0.05, what="A paused by an RNR NAK")
+        b = qp_view(g0, qb)
+        assert (a["drv_sq_wqes"], a["drv_sq_unsent"], a["drv_rnr_timer"], a["drv_ack_timer"],
+                a["drv_rnr_retry_left"], a["drv_comp_psn"], a["drv_rd_out"]) == \
+            (1, 1, 1, 0, 7, 0, 0), a
+        assert (b["drv_resp_nak_sent"], b["rq-psn"], b["drv_resp_recv_held"]) == (1, 0, 0), b
+        g0.check("touch %s/go" % d)
+        wait_for(lambda: d + "/completed" in g0.read_files([d + "/completed"])[0] or
+                 p.poll() is not None, timeout=30, what="the SEND to complete")
+        a, b = qp_view(g0, qa), qp_view(g0, qb)
+        g0.check("touch %s/done" % d)
+        r = p.wait(30)
+        assert r.ok and "send=0 recv=0 len=700 data=ok" in r.out, r
+        assert (a["drv_sq_wqes"], a["drv_sq_unsent"], a["drv_rnr_paused"], a["drv_rnr_timer"],
+                a["drv_ack_timer"], a["sq-psn"], a["drv_comp_psn"]) == (0, 0, 0, 0, 0, 1, 1), a
+        assert (b["drv_resp_nak_sent"], b["rq-psn"], b["drv_resp_in_msg"]) == (0, 1, 0), b
+    finally:
+        g0.run("touch %s/go %s/done" % (d, d))
+        p.wait(30)
