@@ -525,6 +525,15 @@ def test_ucx_io_demo(cm, tls, want):
         srv.dev, moved, IODEMO_MIN_BYTES)
 
 
+def qp_states(pair):
+    """What "rdma resource show qp -dd" shows in both guests (sroce's transport
+    state of each connected QP among it): for the message of a failure that
+    stopped moving, taken while the kernel consumer still has its QPs."""
+    return "\n".join("--- %s (%s)\n%s" % (side.guest.name, side.kind,
+                                           side.guest.run("rdma res show qp -dd", timeout=30).out)
+                     for side in (pair.server, pair.client))
+
+
 # ------------------------------------------------------------ RDS
 
 RDS_PORT = 18634
@@ -557,7 +566,7 @@ def test_rds_rdma(cm):
                                       RDS_ROUNDS), timeout=TIMEOUT)
         finally:
             s = server.wait(TIMEOUT if c.ok else 10)
-        assert c.ok and s.ok, "client: %r\nserver: %r" % (c, s)
+        assert c.ok and s.ok, "client: %r\nserver: %r\n%s" % (c, s, qp_states(cm))
         want = "rds ok %d rounds, %d messages" % (RDS_ROUNDS, RDS_ROUNDS * 10)
         assert c.out.startswith(want) and s.out.startswith(want), (c, s)
         read, written = map(int, re.search(r"(\d+) bytes read, (\d+) bytes written",

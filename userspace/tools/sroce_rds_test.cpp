@@ -22,7 +22,8 @@
  *     untouched), frees the MR (with invalidation) and answers.
  *
  * Prints "rds ok ROUNDS rounds, N messages, R bytes read, W bytes written"
- * and exits 0; on any failure prints what and exits 1.
+ * and exits 0; on any failure prints what, the step it was at and RDS's
+ * counters that are not zero (RDS_INFO_COUNTERS), and exits 1.
  */
 #include <arpa/inet.h>
 #include <linux/rds.h>
@@ -66,10 +67,52 @@ struct Ctl {
 	uint64_t len;
 };
 
+/* What the run was doing (for a failure's message) and its RDS socket. */
+std::string g_step = "setting up";
+int g_fd = -1;
+
+/*
+ * RDS's own counters that are not zero (RDS_INFO_COUNTERS: the socket
+ * layer's and the IB transport's), on one line: what a stalled run did.
+ */
+void print_rds_counters()
+{
+	if (g_fd < 0)
+		return;
+	socklen_t len = 0;
+	std::vector<uint8_t> buf;
+	for (int tries = 0; tries < 4; tries++) {
+		buf.resize(len);
+		const int each = getsockopt(g_fd, SOL_RDS, RDS_INFO_COUNTERS, buf.data(), &len);
+		if (each < 0 && errno == ENOSPC)
+			continue;
+		if (each < static_cast<int>(sizeof(rds_info_counter)))
+			return;
+		std::string line = "rds counters:";
+		for (size_t off = 0; off + each <= len; off += each) {
+			rds_info_counter c;
+			std::memcpy(&c, buf.data() + off, sizeof(c));
+			if (c.value)
+				line += " " + std::string(reinterpret_cast<const char *>(c.name),
+							  strnlen(reinterpret_cast<const char *>(c.name),
+								  sizeof(c.name))) +
+					"=" + std::to_string(c.value);
+		}
+		std::fprintf(stderr, "%s\n", line.c_str());
+		return;
+	}
+}
+
 [[noreturn]] void fail(const std::string &what)
 {
-	std::fprintf(stderr, "rds FAIL: %s\n", what.c_str());
+	std::fprintf(stderr, "rds FAIL: %s (%s)\n", what.c_str(), g_step.c_str());
+	print_rds_counters();
 	std::exit(1);
+}
+
+void step(uint32_t round, const std::string &what)
+{
+	g_step = "round " + std::to_string(round) + ", " + what;
 }
 
 uint8_t pat(uint64_t seed, uint64_t pos)
@@ -231,6 +274,8 @@ void server_round(Sock &s, uint32_t round, uint8_t *region, std::vector<uint8_t>
 		  uint64_t *msgs)
 {
 	for (size_t i = 0; i < std::size(kSizes); i++) {
+		step(round, "waiting for message " + std::to_string(i) + " (" +
+			    std::to_string(kSizes[i]) + " bytes)");
 		const ssize_t n = recv_msg(s, buf.data(), buf.size());
 		if (n != static_cast<ssize_t>(kSizes[i]))
 			fail("round " + std::to_string(round) + ": message " + std::to_string(i) +
@@ -253,11 +298,14 @@ void server_round(Sock &s, uint32_t round, uint8_t *region, std::vector<uint8_t>
 	mr.vec.bytes = kRegion;
 	mr.cookie_addr = reinterpret_cast<uintptr_t>(&cookie);
 	Ctl c{kMagic, kCookie, round, 0, 0, 0, kRegion};
+	step(round, "sending the MR's cookie");
 	send_msg(s, &c, sizeof(c), RDS_CMSG_RDMA_MAP, &mr, sizeof(mr));
 	if (!cookie)
 		fail("RDS_CMSG_RDMA_MAP gave no cookie");
 
+	step(round, "waiting for the READ's message");
 	recv_ctl(s, kReading, round);
+	step(round, "waiting for the WRITE's message");
 	const Ctl w = recv_ctl(s, kWrote, round);
 	if (w.off > kRegion || w.len > kRegion - w.off)
 		fail("write range out of the region");
@@ -323,6 +371,8 @@ void client_round(Sock &s, uint32_t round, uint8_t *local, std::vector<uint8_t> 
 {
 	for (size_t i = 0; i < std::size(kSizes); i++) {
 		fill(buf.data(), kSizes[i], round * 64 + i, 0);
+		step(round, "message " + std::to_string(i) + " (" + std::to_string(kSizes[i]) +
+			    " bytes) and its echo");
 		send_msg(s, buf.data(), kSizes[i]);
 		std::vector<uint8_t> echo(kMaxMsg);
 		const ssize_t n = recv_msg(s, echo.data(), echo.size());
@@ -333,6 +383,7 @@ void client_round(Sock &s, uint32_t round, uint8_t *local, std::vector<uint8_t> 
 		++*msgs;
 	}
 
+	step(round, "waiting for the MR's cookie");
 	recv_ctl(s, kCookie, round);
 	const uint64_t cookie = s.dest_cookie;
 	if (!cookie)
@@ -345,6 +396,7 @@ void client_round(Sock &s, uint32_t round, uint8_t *local, std::vector<uint8_t> 
 	const uint64_t roff = rng.next(kRegion - rlen + 1);
 	const uint64_t split = rng.next(rlen + 1);
 	std::memset(local, 0xa5, kLocal);
+	step(round, "RDMA READ of " + std::to_string(rlen) + " bytes");
 	rdma_op(s, cookie, kReading, round, roff, rlen, local + 3, split, local + kRegion + 5,
 		RDS_RDMA_NOTIFY_ME, 2ull * round);
 	long bad = check(local + 3, split, seed, roff);
@@ -364,6 +416,7 @@ void client_round(Sock &s, uint32_t round, uint8_t *local, std::vector<uint8_t> 
 	const uint64_t wsplit = rng.next(wlen + 1);
 	fill(local + 1, wsplit, seed + 1, woff);
 	fill(local + kRegion + 9, wlen - wsplit, seed + 1, woff + wsplit);
+	step(round, "RDMA WRITE of " + std::to_string(wlen) + " bytes, then the answer");
 	rdma_op(s, cookie, kWrote, round, woff, wlen, local + 1, wsplit, local + kRegion + 9,
 		RDS_RDMA_READWRITE | RDS_RDMA_NOTIFY_ME, 2ull * round + 1);
 	recv_ctl(s, kDone, round);
@@ -403,6 +456,7 @@ int main(int argc, char **argv)
 	s.fd = socket(AF_RDS, SOCK_SEQPACKET, 0);
 	if (s.fd < 0)
 		fail("socket(AF_RDS): " + errno_text(errno) + " (is rds_rdma loaded?)");
+	g_fd = s.fd;
 	const int sz = 4 << 20;
 	setsockopt(s.fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
 	setsockopt(s.fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
