@@ -2,11 +2,14 @@
 /*
  * RDS over RDMA (the kernel's rds_rdma) between two hosts, data checked.
  *
- *   sroce-rds-test server ADDR PEER PORT ROUNDS
+ *   sroce-rds-test server ADDR PEER PORT ROUNDS [READY]
  *   sroce-rds-test client ADDR PEER PORT ROUNDS
  *
  * Both ends bind an AF_RDS socket to ADDR:PORT (an IPv4 address of the RDMA
- * device's netdev) and talk to PEER:PORT. Each round:
+ * device's netdev) and talk to PEER:PORT. The server creates the file READY
+ * once bound: RDS drops (and acknowledges) a message for a port nobody has
+ * bound, so a client that starts earlier can lose its first message and both
+ * ends then wait for ever. Each round:
  *
  *  1. messages: the client sends messages of sizes 1 byte .. 128 KiB, each a
  *     pattern of its own; the server checks every byte and echoes it; the
@@ -26,6 +29,7 @@
  * counters that are not zero (RDS_INFO_COUNTERS), and exits 1.
  */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <linux/rds.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -425,7 +429,7 @@ void client_round(Sock &s, uint32_t round, uint8_t *local, std::vector<uint8_t> 
 
 void usage(const char *why)
 {
-	std::fprintf(stderr, "%s\nusage: sroce-rds-test server|client ADDR PEER PORT ROUNDS\n", why);
+	std::fprintf(stderr, "%s\nusage: sroce-rds-test server|client ADDR PEER PORT ROUNDS [READY]\n", why);
 	std::exit(2);
 }
 
@@ -444,11 +448,13 @@ sockaddr_in inet_addr_or(const char *text, uint64_t port, const char *why)
 
 int main(int argc, char **argv)
 {
-	if (argc != 6)
+	if (argc != 6 && argc != 7)
 		usage("wrong number of arguments");
 	const std::string role = argv[1];
 	if (role != "server" && role != "client")
 		usage("role must be server or client");
+	if (argc == 7 && role != "server")
+		usage("READY is the server's");
 	const uint64_t port = sroce_tool::parse_num_or(argv[4], 65535, usage);
 	const uint64_t rounds = sroce_tool::parse_num_or(argv[5], 1000000, usage);
 
@@ -466,6 +472,12 @@ int main(int argc, char **argv)
 	const sockaddr_in me = inet_addr_or(argv[2], port, "bad ADDR");
 	if (bind(s.fd, reinterpret_cast<const sockaddr *>(&me), sizeof(me)))
 		fail("bind: " + errno_text(errno));
+	if (argc == 7) {
+		const int rfd = open(argv[6], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (rfd < 0)
+			fail(std::string("creating ") + argv[6] + ": " + errno_text(errno));
+		close(rfd);
+	}
 	s.peer = inet_addr_or(argv[3], port, "bad PEER");
 
 	std::vector<uint8_t> buf(kMaxMsg);
