@@ -94,6 +94,7 @@ static const char *const sroce_cnt_fixed_names[SROCE_CNT_DROP_BASE] = {
 	[SROCE_CNT_SEQ_NAK_SENT] = "seq_nak_sent",
 	[SROCE_CNT_RNR_NAK_SENT] = "rnr_nak_sent",
 	[SROCE_CNT_DUP_REQ]	= "dup_req",
+	[SROCE_CNT_OUT_OF_SEQ]	= "out_of_sequence",
 	[SROCE_CNT_ACK_COALESCED] = "ack_coalesced",
 	[SROCE_CNT_ACKREQ_SKIPPED] = "ackreq_skipped",
 	[SROCE_CNT_FETCH_BY_TIMER] = "fetch_by_timer",

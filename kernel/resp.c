@@ -1438,6 +1438,8 @@ static bool sroce_resp_check(struct sroce_qp *qp, const struct sroce_req_ctx *c)
 				 IB_WC_REM_INV_REQ_ERR);
 		return false;
 	case SROCE_SEQ_UC_DROP:
+		/* A MIDDLE or LAST without its FIRST, or of another kind. */
+		sroce_cnt_inc(qp->sdev, SROCE_CNT_DROP_UC);
 		sroce_uc_drop(qp, c->psn, oi);
 		return false;
 	case SROCE_SEQ_UC_RESTART:
@@ -1556,17 +1558,21 @@ static void sroce_resp_process_one(struct sroce_qp *qp, struct sk_buff *skb,
 		sroce_resp_dup(qp, ip, pkt, psn);
 		return;
 	case SROCE_PSN_SEQ_NAK:
+		sroce_cnt_inc(qp->sdev, SROCE_CNT_OUT_OF_SEQ);
 		sroce_send_nak(qp, qp->resp.epsn, SROCE_NAK_PSN_SEQ_ERROR);
 		qp->resp.nak_sent = true;
 		return;
 	case SROCE_PSN_SEQ_DROP:
+		sroce_cnt_inc(qp->sdev, SROCE_CNT_OUT_OF_SEQ);
 		return;
 	case SROCE_PSN_UC_RESYNC:
 		/* UC: a gap loses the message in progress, not its WQE. */
+		sroce_cnt_inc(qp->sdev, SROCE_CNT_OUT_OF_SEQ);
 		sroce_resp_drop_write(qp);
 		qp->resp.in_msg = false;
 		break;
 	case SROCE_PSN_UC_LOST:
+		sroce_cnt_inc(qp->sdev, SROCE_CNT_OUT_OF_SEQ);
 		sroce_resp_drop_write(qp);
 		qp->resp.in_msg = false;
 		qp->resp.uc_drop = true;

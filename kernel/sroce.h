@@ -151,6 +151,7 @@ enum sroce_cnt {
 	SROCE_CNT_SEQ_NAK_SENT,	/* responder: NAK sequence errors sent */
 	SROCE_CNT_RNR_NAK_SENT,	/* responder: RNR NAKs sent */
 	SROCE_CNT_DUP_REQ,	/* responder: duplicate requests */
+	SROCE_CNT_OUT_OF_SEQ,	/* responder: packets off the expected PSN */
 	SROCE_CNT_ACK_COALESCED, /* responder: ACKs a later one covered */
 	SROCE_CNT_ACKREQ_SKIPPED, /* requester: message ends a WQE followed */
 	SROCE_CNT_FETCH_BY_TIMER, /* requester: fetch_timer found posted WQEs */
@@ -160,7 +161,7 @@ enum sroce_cnt {
 	SROCE_CNT_DROP_PSN,	/* response for no outstanding request */
 	SROCE_CNT_DROP_UD_LEN,	/* UD message larger than the receive WQE */
 	SROCE_CNT_DROP_MTU,	/* payload larger than the path MTU */
-	SROCE_CNT_DROP_UC,	/* UC message dropped: access or length error */
+	SROCE_CNT_DROP_UC,	/* UC message dropped: access, length, order */
 	SROCE_CNT_DROP_DUP_READ, /* duplicate READ not within the original */
 	SROCE_CNT_DROP_QKEY,	/* UD: DETH Q_Key is not the QP's */
 	SROCE_CNT_DROP_NO_RECV,	/* UD/UC: no receive WQE posted */

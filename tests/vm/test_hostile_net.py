@@ -456,6 +456,69 @@ def test_t_uc_send_without_a_receive_is_lost_and_counted(net, victims):
     c.done()
 
 
+def test_u_packets_off_the_expected_psn_are_counted(net, victims):
+    """RC: three SEND ONLY packets from the peer two PSNs ahead of the expected
+    one are dropped: out_of_sequence counts all three, seq_nak_sent one (the
+    first of the gap), nothing completes and the QP stays in RTS. UC: a SEND
+    LAST at the expected PSN without its FIRST is dropped (rx_drop_uc); a SEND
+    LAST behind a gap too (out_of_sequence) and the one right after it, part of
+    the same lost message, is skipped without being counted again; then a SEND
+    ONLY behind another gap starts a message: out_of_sequence counts it, and it
+    is received (one completion of its 64 bytes)."""
+    g0, g1, _, _ = net
+    c = Checks("packets off the expected PSN")
+    rc = start(victims, g0, "u1", "rc", g1.ip4, ["wait /tmp/hv-u1-go", "poll 300", "state",
+                                                 "exit"])
+    uc = start(victims, g0, "u2", "uc", g1.ip4, ["wait /tmp/hv-u2-go", "poll 300", "state",
+                                                 "exit"], extra="--recvs 1")
+    before = counters(g0)
+    sent = attack(g1, g0, "rc_send_only", 3, rc, rc.rq_psn + 2, extra="--payload-len 64")
+    mid = settle(g0, before, "out_of_sequence", sent)
+    rc.go()
+    out_rc = rc.finish()
+    c.note("RC: " + out_rc.strip())
+    c.expect(grew(before, mid, "out_of_sequence") == sent,
+             "RC: out_of_sequence grew by %d, not %d" % (grew(before, mid, "out_of_sequence"),
+                                                         sent))
+    c.expect(grew(before, mid, "seq_nak_sent") == 1,
+             "RC: seq_nak_sent grew by %d, not 1" % grew(before, mid, "seq_nak_sent"))
+    c.expect("wc status=" not in out_rc, "RC: a completion for a dropped SEND: %s" % out_rc)
+    c.expect(states(out_rc) == ["RTS"], "RC QP state: %s" % states(out_rc))
+
+    alone = attack(g1, g0, "uc_send_last", 1, uc, uc.rq_psn, extra="--payload-len 64")
+    mid2 = settle(g0, mid, "rx_drop_uc", alone)
+    gap = attack(g1, g0, "uc_send_last", 2, uc, uc.rq_psn + 5, extra="--payload-len 64")
+    settle(g0, mid2, "out_of_sequence", 1)
+    time.sleep(0.5)  # the second of them is skipped: no counter to wait for
+    mid3 = counters(g0)
+    good = attack(g1, g0, "uc_send_only", 1, uc, uc.rq_psn + 9, extra="--payload-len 64")
+    after = settle(g0, mid3, "out_of_sequence", good)
+    uc.go()
+    out_uc = uc.finish()
+    c.note("UC: " + out_uc.strip())
+    c.note("counters grew: %s" % {k: after[k] - before.get(k, 0) for k in after
+                                  if after[k] != before.get(k, 0)})
+    c.expect(alone == 1 and gap == 2 and good == 1, "sent %d, %d, %d" % (alone, gap, good))
+    c.expect(grew(mid, mid2, "rx_drop_uc") == 1,
+             "UC: rx_drop_uc grew by %d for a LAST without its FIRST, not 1" %
+             grew(mid, mid2, "rx_drop_uc"))
+    c.expect(grew(mid, mid2, "out_of_sequence") == 0,
+             "UC: a LAST without its FIRST at the expected PSN counted out_of_sequence")
+    c.expect(grew(mid2, mid3, "out_of_sequence") == 1,
+             "UC: out_of_sequence grew by %d for a LAST behind a gap and the next one, not 1"
+             % grew(mid2, mid3, "out_of_sequence"))
+    c.expect(grew(mid3, after, "out_of_sequence") == 1,
+             "UC: out_of_sequence grew by %d for a SEND ONLY behind a gap, not 1"
+             % grew(mid3, after, "out_of_sequence"))
+    for name in ("rx_drop_no_recv", "rx_stale", "seq_nak_sent"):
+        c.expect(grew(mid, after, name) == 0, "UC: %s grew by %d" % (name, grew(mid, after, name)))
+    wcs = [ln for ln in out_uc.splitlines() if ln.startswith("wc status=")]
+    c.expect(len(wcs) == 1 and "status=IBV_WC_SUCCESS" in wcs[0] and "len=64" in wcs[0],
+             "UC: completions %s, want one SUCCESS of 64 bytes" % wcs)
+    c.expect(states(out_uc) == ["RTS"], "UC QP state: %s" % states(out_uc))
+    c.done()
+
+
 def test_i_read_response_longer_than_asked(net, victims):
     """A 1024-byte READ RESPONSE ONLY to a 64-byte RDMA READ: the READ
     completes in error and nothing beyond the 64 bytes asked for is written."""

@@ -45,7 +45,7 @@ DROP_REASONS = ["trunc_ip", "ip_version", "ip_hdr_len", "ip_options", "ip_len", 
                 "align", "icrc"]
 TRANSPORT_COUNTERS = ["tx_packets", "tx_bytes", "tx_err", "retry", "seq_nak_rcvd",
                       "rnr_nak_rcvd", "seq_nak_sent", "rnr_nak_sent", "dup_req",
-                      "ack_coalesced", "ackreq_skipped", "fetch_by_timer"]
+                      "out_of_sequence", "ack_coalesced", "ackreq_skipped", "fetch_by_timer"]
 # transport drops: packets that passed the validator but that a QP (or the
 # GSI/UD path) refused; listed in hw_counters before the validator's reasons
 TRANSPORT_DROPS = ["rx_drop_peer", "rx_drop_pkey", "rx_drop_psn", "rx_drop_ud_len",

@@ -564,6 +564,11 @@ std::vector<Mode> modes()
 			     return transport(ep, c, SROCE_OP_UC_SEND_ONLY, c.qpn, payload_or(c, 64),
 					      c.psn + static_cast<uint32_t>(i), Ext());
 		     }, SROCE_OP_UC_SEND_ONLY});
+	m.push_back({"uc_send_last", "transport", "UC SEND LAST of --payload-len bytes, PSN --psn + i",
+		     [](const Endpoint &ep, const Config &c, unsigned long i, std::mt19937_64 &) {
+			     return transport(ep, c, SROCE_OP_UC_SEND_LAST, c.qpn, payload_or(c, 64),
+					      c.psn + static_cast<uint32_t>(i), Ext());
+		     }, SROCE_OP_UC_SEND_LAST});
 	m.push_back({"rc_write_first", "transport",
 		     "RC RDMA WRITE FIRST, RETH length --len, one path MTU (--payload-len) of payload",
 		     [](const Endpoint &ep, const Config &c, unsigned long i, std::mt19937_64 &) {
