@@ -170,14 +170,18 @@ def clean_consoles(request):
 
 # What each guest shows right after a test fails: its load, the RDMA counters
 # that are not zero (sroce's drop and retry counters, rdma_rxe's), ib_cm's
-# message counters that are not zero (when ib_cm is loaded), and its last kernel
-# messages. In the test's report and again at the end of the run, so a failure
-# that does not come back when run alone leaves evidence.
+# message counters that are not zero (when ib_cm is loaded), where the RC and UC
+# QPs that still exist stand (kernel consumers' connections outlive the test's
+# call; sroce's transport state, without its congestion attributes), and its
+# last kernel messages. In the test's report and again at the end of the run, so
+# a failure that does not come back when run alone leaves evidence.
 SNAPSHOT = ("cat /proc/loadavg; rdma statistic show 2>/dev/null | awk '{ printf \"%s %s\", $1, $2; "
             "for (i = 3; i < NF; i += 2) if ($(i + 1) != 0) printf \" %s=%s\", $i, $(i + 1); "
             "print \"\" }'; grep -rH . /sys/class/infiniband/*/ports/1/cm_* 2>/dev/null | "
             "grep -v ':0$' | sed 's|^/sys/class/infiniband/||; s|/ports/1/| |' | tr '\\n' ' '; "
-            "echo; dmesg | tail -n 12")
+            "echo; rdma res show qp -dd 2>/dev/null | grep -E ' type (RC|UC) ' | "
+            "sed 's/ drv_tx_bytes .*//; s/ path-mig-state MIGRATED//' | head -n 8; "
+            "dmesg | tail -n 12")
 
 
 @pytest.hookimpl(hookwrapper=True)
