@@ -256,9 +256,12 @@ class TestNvmeRdma:
             assert dmesg_count(h, r"%s: \(Reconnecting\|resetting\|Removing\)"
                                % host.ctrl) == resets, "the controller reset"
             delta = {k: sum(a[k] - b[k] for a, b in zip(after, before))
-                     for k in ("retry", "seq_nak_rcvd", "seq_nak_sent", "dup_req")}
+                     for k in ("retry", "seq_nak_rcvd", "seq_nak_sent", "dup_req",
+                               "out_of_sequence")}
             assert dropped > 0, "netem dropped nothing"
             assert delta["seq_nak_sent"] + delta["retry"] > 0, delta
+            # every sequence NAK answers a packet off the expected PSN
+            assert delta["out_of_sequence"] >= delta["seq_nak_sent"], delta
             sys.stderr.write("\nlossy link: %d packets dropped, %r\n" % (dropped, delta))
             host.disconnect()
         sw.lap("teardown")
