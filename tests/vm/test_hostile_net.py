@@ -495,6 +495,9 @@ def test_u_packets_off_the_expected_psn_are_counted(net, victims):
     after = settle(g0, mid3, "out_of_sequence", good)
     uc.go()
     out_uc = uc.finish()
+    # The QP's packets are handled in order: once the SEND ONLY has completed, the
+    # skipped LAST before it has been handled too, whenever it was, and counted or not.
+    final = counters(g0)
     c.note("UC: " + out_uc.strip())
     c.note("counters grew: %s" % {k: after[k] - before.get(k, 0) for k in after
                                   if after[k] != before.get(k, 0)})
@@ -510,6 +513,9 @@ def test_u_packets_off_the_expected_psn_are_counted(net, victims):
     c.expect(grew(mid3, after, "out_of_sequence") == 1,
              "UC: out_of_sequence grew by %d for a SEND ONLY behind a gap, not 1"
              % grew(mid3, after, "out_of_sequence"))
+    c.expect(grew(mid2, final, "out_of_sequence") == 2,
+             "UC: out_of_sequence grew by %d for the LAST packets behind a gap and the SEND "
+             "ONLY, not 2" % grew(mid2, final, "out_of_sequence"))
     for name in ("rx_drop_no_recv", "rx_stale", "seq_nak_sent"):
         c.expect(grew(mid, after, name) == 0, "UC: %s grew by %d" % (name, grew(mid, after, name)))
     wcs = [ln for ln in out_uc.splitlines() if ln.startswith("wc status=")]
