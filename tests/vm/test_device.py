@@ -507,12 +507,14 @@ def test_rdma_resource_shows_where_a_connection_stands(g0):
         files = g0.read_files([d + "/ready"])[0]
         assert d + "/ready" in files, p.wait(5)
         qa, qb = map(int, files[d + "/ready"].split())
-        # A is paused nearly all the time (491 ms after each NAK): catch it there, with
-        # its RNR timer queued (the timer's handler runs a moment before it takes the
-        # QP's lock and resends).
-        a = wait_for(lambda: (lambda v: v if v.get("drv_rnr_paused") and v.get("drv_rnr_timer")
-                              else None)(qp_view(g0, qa)),
-                     timeout=10, interval=0.05, what="A paused by an RNR NAK")
+        def paused():
+            # A is paused nearly all the time (491 ms after each NAK): catch it there, with
+            # its RNR timer queued (the timer's handler runs a moment before it takes the
+            # QP's lock and resends).
+            v = qp_view(g0, qa)
+            return v if v.get("drv_rnr_paused") and v.get("drv_rnr_timer") else None
+
+        a = wait_for(paused, timeout=10, interval=0.05, what="A paused by an RNR NAK")
         b = qp_view(g0, qb)
         assert (a["drv_sq_wqes"], a["drv_sq_unsent"], a["drv_rnr_timer"], a["drv_ack_timer"],
                 a["drv_rnr_retry_left"], a["drv_comp_psn"], a["drv_rd_out"]) == \
