@@ -1412,9 +1412,13 @@ static bool sroce_resp_check(struct sroce_qp *qp, const struct sroce_req_ctx *c)
 	const struct sroce_opcode_info *oi = c->oi;
 
 	if (!sroce_payload_mtu_ok(oi, qp->mtu, c->pkt->payload_len)) {
+		/* One bad packet, one count: UC's drop is not rx_drop_uc too. */
 		sroce_cnt_inc(qp->sdev, SROCE_CNT_DROP_MTU);
-		sroce_resp_error(qp, c->psn, oi, SROCE_NAK_INVALID_REQUEST,
-				 IB_WC_SUCCESS);
+		if (qp->type == IB_QPT_RC)
+			sroce_resp_fatal(qp, c->psn, SROCE_NAK_INVALID_REQUEST,
+					 IB_WC_SUCCESS);
+		else
+			sroce_uc_drop(qp, c->psn, oi);
 		return false;
 	}
 	/*

@@ -712,14 +712,17 @@ OVER_MTU = MTU + 256
 
 
 def test_j_payload_longer_than_path_mtu(net, victims):
-    """RC WRITE ONLY and SEND ONLY with 1280 bytes of payload on a path MTU 1024
-    QP (2048 would not fit the rig's 1500-byte Ethernet MTU), each at its own
-    victim's expected PSN: not placed, not delivered, rx_drop_mtu counts each
-    once, and the QP goes to the error state (an invalid request, fatal for RC)."""
+    """RC WRITE ONLY and SEND ONLY, and UC WRITE ONLY, with 1280 bytes of payload
+    on a path MTU 1024 QP (2048 would not fit the rig's 1500-byte Ethernet MTU),
+    each at its own victim's expected PSN: not placed, not delivered,
+    rx_drop_mtu counts each once (and only it: rx_drop_uc does not count the
+    UC one again); the RC QP goes to the error state (an invalid request, fatal
+    for RC), the UC QP stays in RTS (UC drops the message)."""
     g0, g1, _, _ = net
     c = Checks("payload longer than the path MTU")
-    for tag, mode in (("j", "rc_write_only"), ("j2", "rc_send_only")):
-        v = start(victims, g0, tag, "rc", g1.ip4,
+    for tag, kind, mode in (("j", "rc", "rc_write_only"), ("j2", "rc", "rc_send_only"),
+                            ("j3", "uc", "uc_write")):
+        v = start(victims, g0, tag, kind, g1.ip4,
                   ["wait /tmp/hv-%s-go" % tag, "check", "poll 500", "state", "exit"])
         before = counters(g0)
         attack(g1, g0, mode, 1, v, v.rq_psn, extra="--payload-len %d" % OVER_MTU)
@@ -733,7 +736,10 @@ def test_j_payload_longer_than_path_mtu(net, victims):
         c.expect(not recv, "%s delivered to a receive buffer" % mode)
         c.expect(grew(before, after, "rx_drop_mtu") == 1,
                  "%s: rx_drop_mtu grew by %d, not 1" % (mode, grew(before, after, "rx_drop_mtu")))
-        c.expect(states(out) == ["ERR"], "%s: QP state %s, not ERR" % (mode, states(out)))
+        c.expect(grew(before, after, "rx_drop_uc") == 0,
+                 "%s: rx_drop_uc grew by %d, not 0" % (mode, grew(before, after, "rx_drop_uc")))
+        want = "RTS" if kind == "uc" else "ERR"
+        c.expect(states(out) == [want], "%s: QP state %s, not %s" % (mode, states(out), want))
     c.done()
 
 
