@@ -28,6 +28,7 @@ thousands of such commands. A command that cannot die (a task stuck in the kerne
 state D) is given up on after REAP_WAIT seconds: the reply says so and carries
 the stuck tasks' kernel stacks, and the agent goes on serving requests.
 """
+import errno
 import glob
 import json
 import os
@@ -147,18 +148,25 @@ class Job:
         self.out = tempfile.TemporaryFile()
         self.err = tempfile.TemporaryFile()
         argv = plain_argv(cmd)
-        try:
-            self.proc = subprocess.Popen(argv or ["/bin/bash", "-c", cmd],
-                                         stdin=subprocess.DEVNULL, stdout=self.out,
-                                         stderr=self.err, start_new_session=True)
-        except OSError as e:
-            # What bash says and returns for a program it cannot find or run.
-            self.err.write(("bash: line 1: %s: %s\n" % (
-                argv[0], "command not found" if isinstance(e, FileNotFoundError) and
-                "/" not in argv[0] else e.strerror)).encode())
-            self.proc = subprocess.Popen(["/bin/bash", "-c", "exit %d" % (
-                127 if isinstance(e, FileNotFoundError) else 126)],
-                stdin=subprocess.DEVNULL, start_new_session=True)
+        if argv:
+            try:
+                self.proc = self._popen(argv)
+                return
+            except OSError as e:
+                # ENOEXEC (a file without a #! line): bash runs it as a script of
+                # its own. Otherwise what bash says and returns for a program it
+                # cannot find or run.
+                if e.errno != errno.ENOEXEC:
+                    missing = isinstance(e, FileNotFoundError)
+                    self.err.write(("bash: line 1: %s: %s\n" % (
+                        argv[0], "command not found" if missing and "/" not in argv[0]
+                        else e.strerror)).encode())
+                    cmd = "exit %d" % (127 if missing else 126)
+        self.proc = self._popen(["/bin/bash", "-c", cmd])
+
+    def _popen(self, argv):
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.out,
+                                stderr=self.err, start_new_session=True)
 
     def wait(self, timeout):
         """Wait for the command to exit (subprocess.TimeoutExpired after timeout
