@@ -63,6 +63,11 @@ class AgentClosed(RigError):
 BOOT_REPORTS = []
 
 
+# SROCE_RIG_TRACE=FILE: every agent request is appended to FILE as a JSON line
+# (guest, op, command, seconds, the pytest test running): where a suite's time goes.
+TRACE = os.environ.get("SROCE_RIG_TRACE")
+
+
 def default_kver():
     """The kernel the Makefile defaults to (scripts/default-kver.sh: the newest kernel
     with headers); it needs /boot/vmlinuz-K."""
@@ -604,6 +609,19 @@ class Guest:
         return json.loads(line)
 
     def request(self, req, timeout=None):
+        if TRACE:
+            t0 = time.time()
+            try:
+                return self._request(req, timeout)
+            finally:
+                with open(TRACE, "a") as f:
+                    f.write(json.dumps({"guest": self.name, "op": req.get("op"),
+                                        "cmd": req.get("cmd"), "t": round(t0, 4),
+                                        "s": round(time.time() - t0, 4),
+                                        "test": os.environ.get("PYTEST_CURRENT_TEST")}) + "\n")
+        return self._request(req, timeout)
+
+    def _request(self, req, timeout=None):
         with self.lock:
             if self.wedged:
                 raise RigError("%s: not asked %r: %s" % (self.name, req, self.wedged))
