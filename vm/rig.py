@@ -64,7 +64,8 @@ BOOT_REPORTS = []
 
 
 # SROCE_RIG_TRACE=FILE: every agent request is appended to FILE as a JSON line
-# (guest, op, command, seconds, the pytest test running): where a suite's time goes.
+# (guest, op, command, when it was sent, seconds to the answer, the pytest test
+# running): where a suite's time goes.
 TRACE = os.environ.get("SROCE_RIG_TRACE")
 
 

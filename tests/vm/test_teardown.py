@@ -37,18 +37,12 @@ def _stalled(g):
     return int(files[names[0]]) + int(files[names[1]]), files[names[2]].strip()
 
 
-def _eth0_down(g):
-    """ip link set eth0 down, done by the agent: it clears IFF_UP in the
-    netdev's flags attribute, which calls dev_change_flags() as ip(8) does,
-    and no program needs to start in a guest that traffic keeps busy."""
+def _eth0_set(g, up):
+    """ip link set eth0 up or down, done by the agent: it sets or clears IFF_UP
+    in the netdev's flags attribute, which calls dev_change_flags() as ip(8)
+    does, and no program needs to start in a guest that traffic keeps busy."""
     flags = int(g.read_file("/sys/class/net/eth0/flags"), 16)
-    g.write_file("/sys/class/net/eth0/flags", "0x%x" % (flags & ~1))
-
-
-def _eth0_up(g):
-    """ip link set eth0 up, done by the agent as _eth0_down does."""
-    flags = int(g.read_file("/sys/class/net/eth0/flags"), 16)
-    g.write_file("/sys/class/net/eth0/flags", "0x%x" % (flags | 1))
+    g.write_file("/sys/class/net/eth0/flags", "0x%x" % (flags | 1 if up else flags & ~1))
 
 
 def _stalled_and_down(g, before):
@@ -135,7 +129,7 @@ def test_teardown_under_traffic(rig, how):
             # the counters and takes the netdev down itself, and no program is
             # started.
             stalled = _stalled(g0)[0]
-            _eth0_down(g0)
+            _eth0_set(g0, False)
             # Up again once the device has seen the netdev go down (its port
             # follows it) and the traffic has run into it.
             try:
@@ -148,7 +142,7 @@ def test_teardown_under_traffic(rig, how):
                     "rdma res show qp").out + "\nended: %r" % [
                         r for r in (p.poll() for p in procs) if r is not None])) from None
             # No bash either: started under this load it took up to 40 s.
-            _eth0_up(g0)
+            _eth0_set(g0, True)
             g0.check("rdma link del sroce0", timeout=180)
         # The applications on g0 lose their device: its mappings are zapped
         # and IB_EVENT_DEVICE_FATAL is queued, which perftest never reads, so
@@ -188,7 +182,7 @@ def test_rc_send_queue_fails_with_retry_exceeded_while_the_link_stays_down(rig):
         start = _counter(g0, "tx_packets")
         wait_for(lambda: _counter(g0, "tx_packets") > start + 1000, timeout=90,
                  what="traffic on sroce0")
-        _eth0_down(g0)
+        _eth0_set(g0, False)
         r = cli.wait(60)
         assert not r.timeout, "the writer did not fail within 60 s of the link going down"
         assert r.rc != 0, r
