@@ -48,7 +48,7 @@ def sroce_pair(rig):
 def defaults_after(sroce_pair):
     yield
     for side in (sroce_pair.server, sroce_pair.client):
-        side.guest.run("tc qdisc del dev eth0 root 2>/dev/null; true")
+        side.guest.run("tc qdisc del dev eth0 root")
         set_params(side.guest, side.dev, PARAMS)
 
 
@@ -428,5 +428,5 @@ def test_interop_with_rxe_with_ecn_on(rig, kinds):
                              pp % (cli.dev, cli.gid["ipv4"], srv.guest.ip4), timeout=TIMEOUT)
         pingpong_ok(s, c, 200)
     finally:
-        cli.guest.run("tc qdisc del dev eth0 root 2>/dev/null; true")
+        cli.guest.run("tc qdisc del dev eth0 root")
         unconfigure(rig, rig.guests, "-".join(kinds))

@@ -531,7 +531,7 @@ def test_i_read_response_longer_than_asked(net, victims):
     g0, g1, _, _ = net
     c = Checks("READ response longer than the READ")
     v = start(victims, g0, "i", "rc", g1.ip4,
-              ["read 64", "touch /tmp/hv-i-sent", "wait /tmp/hv-i-go", "poll 10000", "check",
+              ["read 64", "touch /tmp/hv-i-sent", "wait /tmp/hv-i-go", "poll 10000 1", "check",
                "state", "exit"],
               extra="--timeout 18 --retry 7 --remote-va 0x10000 --remote-rkey 0x1234")
     v.wait_file("sent")
@@ -772,11 +772,11 @@ def test_l_transmit_refused_for_good_fails_the_wqe(net, victims):
     g0.check("ping -c 1 -W 5 %s" % g1.ip4)    # the neighbour is known: packets reach the qdisc
     g0.check("tc qdisc replace dev eth0 root pfifo limit 0")
     try:
-        v = start(victims, g0, "l", "rc", g1.ip4, ["send 1", "poll 12000", "state", "exit"],
+        v = start(victims, g0, "l", "rc", g1.ip4, ["send 1", "poll 12000 1", "state", "exit"],
                   extra="--timeout 14 --retry 3")
         out = v.finish(60)
     finally:
-        g0.run("tc qdisc del dev eth0 root 2>/dev/null; true")
+        g0.run("tc qdisc del dev eth0 root")
     c.note(out.strip())
     wcs = completions(out)
     c.expect(any(w[0] == "IBV_WC_RETRY_EXC_ERR" for w in wcs),

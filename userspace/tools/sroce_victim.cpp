@@ -19,7 +19,9 @@
  *   send N         N signaled SENDs of 64 bytes (from a separate buffer)
  *   read N         one RDMA READ of N bytes from --remote-va/--remote-rkey into
  *                  the second half of the MR
- *   poll MS        poll the CQ for MS ms: "wc status=NAME opcode=NAME wr_id=N len=N"
+ *   poll MS [N]    poll the CQ for MS ms: "wc status=NAME opcode=NAME wr_id=N len=N";
+ *                  with N, stop once N completions of send work requests (not of
+ *                  posted receives) have come in this poll
  *   dereg          deregister the MR (the memory stays mapped): "dereg_ms=N"
  *   destroy_qp     "destroy_qp_ms=N"
  *   check          "mr_changed=N guard_changed=N mr_pattern_bytes=N
@@ -60,6 +62,8 @@ constexpr size_t GUARD = 16384;
 constexpr size_t SEND_LEN = 64;
 constexpr size_t RECV_LEN = 4096;
 constexpr int RECVS = 16;
+/* Receives carry wr_ids from here up; send work requests count up from 1. */
+constexpr uint64_t RECV_WR_ID = 1000000;
 
 uint8_t mr_byte(size_t i) { return static_cast<uint8_t>(0x10 + i % 0x80); }
 uint8_t guard_byte(size_t i) { return static_cast<uint8_t>(0xc0 + i % 16); }
@@ -341,7 +345,7 @@ void Victim::post_recvs()
 		sge.lkey = local_mr_->lkey;
 		ibv_recv_wr wr = {};
 		ibv_recv_wr *bad = nullptr;
-		wr.wr_id = 1000000 + static_cast<uint64_t>(i);
+		wr.wr_id = RECV_WR_ID + static_cast<uint64_t>(i);
 		wr.sg_list = &sge;
 		wr.num_sge = 1;
 		if (ibv_post_recv(qp_, &wr, &bad))
@@ -431,7 +435,10 @@ bool Victim::exec(const std::string &cmd, const std::string &arg)
 		std::printf("posted %s %" PRIu64 "\n", cmd.c_str(), n);
 	} else if (cmd == "poll") {
 		const auto t0 = Clock::now();
-		const long limit = static_cast<long>(num(arg, 600000));
+		const size_t sp = arg.find(' ');
+		const long limit = static_cast<long>(num(arg.substr(0, sp), 600000));
+		const uint64_t want = sp == std::string::npos ? 0 : num(trim(arg.substr(sp)), 1u << 20);
+		uint64_t sent_done = 0;
 		do {
 			ibv_wc wc[16];
 			const int got = ibv_poll_cq(cq_, 16, wc);
@@ -443,6 +450,10 @@ bool Victim::exec(const std::string &cmd, const std::string &arg)
 				std::printf("wc status=%s opcode=%s wr_id=%" PRIu64 " len=%u\n",
 					    status_name(wc[k].status), opcode_name(wc[k].opcode),
 					    wc[k].wr_id, wc[k].byte_len);
+			for (int k = 0; k < got; k++)
+				sent_done += wc[k].wr_id < RECV_WR_ID;
+			if (want && sent_done >= want)
+				break;
 			if (!got)
 				std::this_thread::sleep_for(std::chrono::milliseconds(5));
 		} while (ms_since(t0) < limit);
