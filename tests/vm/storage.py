@@ -37,8 +37,14 @@ def initiator_iqn(g):
 
 # ------------------------------------------------------------ guest state
 
+def module_refs(g):
+    """{module: use count} of guest g, from /proc/modules (read by the agent)."""
+    return {f[0]: int(f[2]) for f in (ln.split() for ln in g.read_file("/proc/modules").splitlines())
+            if len(f) > 2}
+
+
 def modules(g):
-    return set(g.check("awk '{print $1}' /proc/modules").split())
+    return set(module_refs(g))
 
 
 class GuestState:
@@ -60,16 +66,20 @@ class GuestState:
         g = self.g
         if not self.configfs:
             g.run("mountpoint -q /sys/kernel/config && umount /sys/kernel/config; true")
-        keep = " %s " % " ".join(sorted(self.mods))
         # Remove unused new modules until nothing more goes (dependencies free up
         # as their users go). After a failure, users may linger a while (an
         # interrupted mount, a connection being torn down): retry for settle s.
+        # The agent reads /proc/modules and starts rmmod without a shell.
         end = time.time() + settle
         while True:
-            g.run("keep=%s; for i in $(seq 30); do p=0; "
-                  "for m in $(awk '$3 == 0 {print $1}' /proc/modules); do "
-                  "case \"$keep\" in *\" $m \"*) continue;; esac; rmmod $m 2>/dev/null && p=1; "
-                  "done; [ $p = 0 ] && break; done; true" % shlex.quote(keep), timeout=120)
+            for _ in range(30):
+                unused = sorted(m for m, refs in module_refs(g).items()
+                                if refs == 0 and m not in self.mods)
+                if not unused:
+                    break
+                g.run("rmmod %s" % " ".join(unused), timeout=120)
+                if set(unused) <= set(module_refs(g)):
+                    break   # none of them went: wait for their users below
             left = sorted(modules(g) - self.mods)
             if not left or time.time() > end:
                 return left

@@ -78,7 +78,8 @@ def pair(rig):
     yield g0, g1
     for g in (g0, g1):
         unload_all_rdma_links(g)
-    g0.run("ip link del dummy0 2>/dev/null; true")
+    if g0.read_files(["/sys/class/net/dummy0/ifindex"])[0]:
+        g0.check("ip link del dummy0")
 
 
 @pytest.fixture(scope="module")
@@ -94,8 +95,9 @@ def port(rig, _port_owner):
     """Like pair, but sroce0 is kept from one test to the next (the counter tests
     compare deltas): made afresh only when a test left anything else behind."""
     g0, g1 = rig[0], rig[1]
-    links = g0.check("rdma link show 2>/dev/null | awk '$1 == \"link\" { print $2, $NF }'")
-    if links.split() != ["sroce0/1", "eth0"] or g1.check("rdma link show").strip():
+    links = [ln.split() for ln in g0.run("rdma link show").out.splitlines()]
+    if [(f[1], f[-1]) for f in links if f[:1] == ["link"]] != [("sroce0/1", "eth0")] or \
+            g1.check("rdma link show").strip():
         for g in (g0, g1):
             unload_all_rdma_links(g)
         add_link(g0)
