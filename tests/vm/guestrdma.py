@@ -11,6 +11,8 @@ how the guest consoles are watched meanwhile is said here, once:
                                 kind's module unloaded, this kind's kept)
   configure_each(guests, kinds) configure() in all of them at once: Sides
   unload_all_rdma_links(g)      no RDMA link, sroce and rdma_rxe unloaded
+  module_refs(g)                {module: use count} of what g has loaded
+  del_netdevs(g, *names)        delete those of these netdevs that exist
   add_link(g, name, netdev, kind)
   gid_index(g, dev, ipv6)       the RoCE v2 GID of g's link address, now
   wait_gids(g, dev, families)   {family: index} once the GIDs are there
@@ -93,12 +95,28 @@ def loaded_build_id(g):
 
 # ------------------------------------------------------------ devices
 
+def module_refs(g):
+    """{module: use count} of the modules loaded in guest g, from /proc/modules
+    (read by the agent: no command is started)."""
+    return {f[0]: int(f[2]) for f in (ln.split() for ln in
+                                      g.read_file("/proc/modules").splitlines()) if len(f) > 2}
+
+
+def del_netdevs(g, *names):
+    """ip link del each of the netdevs names that exists in g (the agent looks
+    in sysfs first: a shell and an ip for a netdev that is not there cost
+    nearly a second under TCG)."""
+    files, _ = g.read_files(["/sys/class/net/%s/ifindex" % n for n in names])
+    for n in names:
+        if "/sys/class/net/%s/ifindex" % n in files:
+            g.check("ip link del %s" % n)
+
+
 def unload_all_rdma_links(g, keep=None):
     """Remove every RDMA link and unload sroce and rdma_rxe, so a test starts
     clean; with keep (a kind), that kind's module stays loaded if it is."""
     def loaded():
-        text = g.read_file("/proc/modules")
-        return [m for m in MODULES.values() if re.search(r"^%s " % m, text, re.M)]
+        return set(MODULES.values()) & set(module_refs(g))
     # Neither module loaded: no such link exists, and nothing need be started.
     was = loaded()
     if not was:
@@ -118,7 +136,7 @@ def unload_all_rdma_links(g, keep=None):
     for m in others:
         if m in was:
             g.run("modprobe -r %s" % m, timeout=120)
-    left = [m for m in loaded() if m in others]
+    left = sorted(loaded() & set(others))
     assert not left, "%s: modules still loaded: %s" % (g.name, " ".join(left))
 
 

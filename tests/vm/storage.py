@@ -14,7 +14,7 @@ import re
 import shlex
 import time
 
-from guestrdma import on_each, wait_for
+from guestrdma import module_refs, on_each, wait_for
 
 NVME_NQN = "nqn.2026-01.org.example:sroce-nvme"
 NVME_PORT = 4420
@@ -37,16 +37,6 @@ def initiator_iqn(g):
 
 # ------------------------------------------------------------ guest state
 
-def module_refs(g):
-    """{module: use count} of guest g, from /proc/modules (read by the agent)."""
-    return {f[0]: int(f[2]) for f in (ln.split() for ln in g.read_file("/proc/modules").splitlines())
-            if len(f) > 2}
-
-
-def modules(g):
-    return set(module_refs(g))
-
-
 class GuestState:
     """What a guest had before a service started: loaded modules and whether
     configfs was mounted. restore() unloads every module that came in since
@@ -55,7 +45,7 @@ class GuestState:
 
     def __init__(self, g):
         self.g = g
-        self.mods = modules(g)
+        self.mods = set(module_refs(g))
         self.configfs = g.run("mountpoint -q /sys/kernel/config").ok
 
     def mount_configfs(self):
@@ -72,15 +62,16 @@ class GuestState:
         # The agent reads /proc/modules and starts rmmod without a shell.
         end = time.time() + settle
         while True:
+            refs = module_refs(g)
             for _ in range(30):
-                unused = sorted(m for m, refs in module_refs(g).items()
-                                if refs == 0 and m not in self.mods)
+                unused = sorted(m for m, n in refs.items() if n == 0 and m not in self.mods)
                 if not unused:
                     break
                 g.run("rmmod %s" % " ".join(unused), timeout=120)
-                if set(unused) <= set(module_refs(g)):
+                refs = module_refs(g)
+                if set(unused) <= set(refs):
                     break   # none of them went: wait for their users below
-            left = sorted(modules(g) - self.mods)
+            left = sorted(set(refs) - self.mods)
             if not left or time.time() > end:
                 return left
             time.sleep(2)

@@ -7,26 +7,18 @@ import time
 
 import pytest
 
-from guestrdma import (TOOLS, add_link, gid_index_or_none, gid_table, sysfs,
+from guestrdma import (TOOLS, add_link, del_netdevs, gid_index_or_none, gid_table, sysfs,
                        unload_all_rdma_links, wait_for)
-
-
-def del_dummies(g):
-    """Delete the tests' dummy netdevs that exist (found by the agent: under
-    TCG a shell and an ip for each one that is not there cost a second)."""
-    files, _ = g.read_files(pattern="/sys/class/net/dummy[01]/ifindex")
-    for name in sorted(p.split("/")[4] for p in files):
-        g.check("ip link del %s" % name)
 
 
 @pytest.fixture
 def g0(rig):
     g = rig[0]
     unload_all_rdma_links(g)
-    del_dummies(g)
+    del_netdevs(g, "dummy0", "dummy1")
     yield g
     unload_all_rdma_links(g)
-    del_dummies(g)
+    del_netdevs(g, "dummy0", "dummy1")
     files, _ = g.read_files(["/sys/class/net/eth0/mtu", "/sys/class/net/eth0/flags"])
     if (int(files.get("/sys/class/net/eth0/mtu", "0")) != rig.mtu or
             not int(files.get("/sys/class/net/eth0/flags", "0"), 16) & 1):   # IFF_UP

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from guestrdma import TOOLS, add_link, hw_counters, unload_all_rdma_links
+from guestrdma import TOOLS, add_link, del_netdevs, hw_counters, unload_all_rdma_links
 
 PKTGEN = TOOLS + "/sroce-pktgen"
 COUNTERS = "/sys/class/infiniband/sroce0/ports/1/hw_counters"
@@ -78,8 +78,7 @@ def pair(rig):
     yield g0, g1
     for g in (g0, g1):
         unload_all_rdma_links(g)
-    if g0.read_files(["/sys/class/net/dummy0/ifindex"])[0]:
-        g0.check("ip link del dummy0")
+    del_netdevs(g0, "dummy0")
 
 
 @pytest.fixture(scope="module")

@@ -446,12 +446,12 @@ bool Victim::exec(const std::string &cmd, const std::string &arg)
 				std::printf("poll_err=%d\n", got);
 				break;
 			}
-			for (int k = 0; k < got; k++)
+			for (int k = 0; k < got; k++) {
 				std::printf("wc status=%s opcode=%s wr_id=%" PRIu64 " len=%u\n",
 					    status_name(wc[k].status), opcode_name(wc[k].opcode),
 					    wc[k].wr_id, wc[k].byte_len);
-			for (int k = 0; k < got; k++)
 				sent_done += wc[k].wr_id < RECV_WR_ID;
+			}
 			if (want && sent_done >= want)
 				break;
 			if (!got)
