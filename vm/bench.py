@@ -512,7 +512,7 @@ class Bench:
             rep = g.run(PERF_REPORT, timeout=300)
             text += ["", "%s (%s) %s; perf report --sort sym:" % (
                 g.name, "server" if g is self.srv else "client", PERF_RECORD)] + \
-                busy_profile(rep.out)
+                busy_profile(rep.out, self.a.profile_top)
         path = os.path.join(self.out, "profile-%d-%s-%s.txt" % (mtu, kind, name))
         with open(path, "w") as f:
             f.write("\n".join(text) + "\n")
@@ -809,6 +809,8 @@ def main():
                          "perf record (both guests) and the host's per-thread accounting, "
                          "e.g. write_bw_64k,send_lat,nvme_randread_4k: "
                          "build/bench/profile-*.txt")
+    ap.add_argument("--profile-top", type=int, default=25, metavar="N",
+                    help="busy symbols per guest in a profile file (default 25)")
     ap.add_argument("--quick", action="store_true",
                     help="3 repetitions, MTU 1500 only, no NVMe, smaller runs")
     ap.add_argument("--slub-debug", action="store_true",
