@@ -11,6 +11,7 @@
 #define SROCE_COMPAT_H
 
 #include <linux/mm.h>
+#include <linux/netdevice.h>
 #include <linux/version.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
@@ -46,5 +47,26 @@ static inline int sroce_create_cq_attrs(struct ib_cq *ibcq,
 #else
 #define SROCE_CREATE_CQ_OP sroce_create_cq
 #endif
+
+/*
+ * Whether the netdev has tc ingress filters (or BPF programs): a clsact or
+ * ingress qdisc's mini_Qdisc before 6.6, tcx entries since.
+ */
+static inline bool sroce_tc_ingress(const struct net_device *ndev)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 6, 0)
+#ifdef CONFIG_NET_XGRESS
+	return rcu_access_pointer(ndev->tcx_ingress);
+#else
+	return false;
+#endif
+#else
+#ifdef CONFIG_NET_CLS_ACT
+	return rcu_access_pointer(ndev->miniq_ingress);
+#else
+	return false;
+#endif
+#endif
+}
 
 #endif /* SROCE_COMPAT_H */

@@ -57,7 +57,9 @@
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/etherdevice.h>
 #include <linux/if_vlan.h>
+#include <linux/inetdevice.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/mutex.h>
@@ -65,6 +67,7 @@
 #include <linux/skbuff.h>
 #include <linux/u64_stats_sync.h>
 #include <linux/udp.h>
+#include <net/gro.h>
 #include <net/inet_ecn.h>
 #include <net/ip.h>
 #include <net/ip6_route.h>
@@ -73,6 +76,7 @@
 #include <net/netns/generic.h>
 #include <net/route.h>
 #include <net/udp_tunnel.h>
+#include <net/xfrm.h>
 
 #include "sroce.h"
 
@@ -85,6 +89,7 @@ static const char *const sroce_cnt_fixed_names[SROCE_CNT_DROP_BASE] = {
 	[SROCE_CNT_RX_NO_QP]	= "rx_no_qp",
 	[SROCE_CNT_RX_NOMEM]	= "rx_drop_nomem",
 	[SROCE_CNT_RX_NONLINEAR] = "rx_nonlinear",
+	[SROCE_CNT_RX_DIRECT]	= "rx_direct",
 	[SROCE_CNT_TX_PACKETS]	= "tx_packets",
 	[SROCE_CNT_TX_BYTES]	= "tx_bytes",
 	[SROCE_CNT_TX_ERR]	= "tx_err",
@@ -493,6 +498,128 @@ static int sroce_udp_encap_rcv(struct sock *sk, struct sk_buff *skb)
 	rcu_read_unlock();
 
 	return 0;	/* consumed */
+}
+
+/*
+ * Direct receive. The IPv4 socket's GRO hook (udp_gro_receive() calls it
+ * for datagrams to port 4791) takes a plain RoCE v2 packet for one of the
+ * netdev's own addresses there and then, instead of letting it go on
+ * through the generic receive path: the taps, tc ingress, the IP input
+ * (netfilter, route lookup, local delivery) and the UDP input (a second
+ * socket lookup) to sroce_udp_encap_rcv(). It returns -EINPROGRESS, the
+ * way GRO lets a layer keep a packet (GRO_CONSUMED), and processes it as
+ * the encapsulation path would. Only when none of what it skips could
+ * act on the packet: no packet taps (tcpdump, or a packet socket bound to
+ * the netdev for one protocol; one for IPv4 on every netdev sits in a list
+ * modules cannot see and misses these packets), no tc or netfilter ingress
+ * hooks on the netdev, no netfilter PRE_ROUTING or LOCAL_IN hooks and no
+ * inbound IPsec policy in the namespace, no generic XDP program and no
+ * rx_handler (bridge, bond or macvlan port) on the netdev, no VLAN tag;
+ * a unicast frame to the netdev's MAC address for one of its IPv4
+ * addresses from a source that is not multicast, broadcast, zero or
+ * loopback, no encapsulation around it, UDP checksum zero (as RoCE v2
+ * senders send it) and a UDP length that fills the IP datagram. Anything
+ * else goes the generic way, as before. Skipped as well: RPS steering and
+ * the IP and UDP MIB counters (rx_direct counts these packets), and the
+ * reverse path filter (RC and UC QPs accept only their path's addresses).
+ * The rx_direct module parameter turns it off.
+ */
+static bool sroce_rx_direct = true;
+module_param_named(rx_direct, sroce_rx_direct, bool, 0644);
+MODULE_PARM_DESC(rx_direct,
+		 "take plain IPv4 RoCE v2 packets at GRO, past the IP and UDP input (default: on)");
+
+static bool sroce_rx_direct_hooks(struct net_device *ndev)
+{
+	struct net *net = dev_net(ndev);
+
+	/* taps for every protocol, or for one protocol bound to the netdev */
+	if (dev_nit_active(ndev) || !list_empty(&ndev->ptype_specific) ||
+	    rcu_access_pointer(ndev->rx_handler) ||
+	    rcu_access_pointer(ndev->xdp_prog) || sroce_tc_ingress(ndev))
+		return true;
+#ifdef CONFIG_NETFILTER_INGRESS
+	if (rcu_access_pointer(ndev->nf_hooks_ingress))
+		return true;
+#endif
+#ifdef CONFIG_NETFILTER
+	if (rcu_access_pointer(net->nf.hooks_ipv4[NF_INET_PRE_ROUTING]) ||
+	    rcu_access_pointer(net->nf.hooks_ipv4[NF_INET_LOCAL_IN]))
+		return true;
+#endif
+#ifdef CONFIG_XFRM
+	if (READ_ONCE(net->xfrm.policy_count[XFRM_POLICY_IN]))
+		return true;
+#endif
+	return false;
+}
+
+static bool sroce_rx_direct_addr(struct net_device *ndev, __be32 daddr)
+{
+	const struct in_device *in_dev = __in_dev_get_rcu(ndev);
+	const struct in_ifaddr *ifa;
+
+	if (!in_dev)
+		return false;
+	in_dev_for_each_ifa_rcu(ifa, in_dev)
+		if (ifa->ifa_local == daddr)
+			return true;
+	return false;
+}
+
+static struct sk_buff *sroce_udp_gro_receive(struct sock *sk,
+					     struct list_head *head,
+					     struct sk_buff *skb)
+{
+	struct net_device *ndev = skb->dev;
+	const struct iphdr *iph;
+	const struct udphdr *uh;
+	struct sroce_dev *sdev;
+	unsigned int len;
+
+	/* udp_gro_receive() made sure that no tunnel is around it */
+	if (!READ_ONCE(sroce_rx_direct) || skb->protocol != htons(ETH_P_IP) ||
+	    skb_network_offset(skb) || !skb_mac_header_was_set(skb) ||
+	    skb->pkt_type != PACKET_HOST || skb_vlan_tag_present(skb) ||
+	    secpath_exists(skb) ||
+	    !ether_addr_equal(eth_hdr(skb)->h_dest, ndev->dev_addr))
+		goto generic;
+	sdev = sroce_dev_by_ndev_rcu(ndev);
+	if (!sdev || !net_eq(dev_net(ndev), sdev->net) ||
+	    !net_eq(sock_net(sk), sdev->net) || sroce_rx_direct_hooks(ndev))
+		goto generic;
+	/* inet_gro_receive() checked version, length, checksum, no fragment */
+	iph = skb_gro_header(skb, SROCE_IPV4_HLEN + SROCE_UDP_HLEN, 0);
+	if (!iph)
+		goto generic;
+	uh = (const struct udphdr *)(iph + 1);
+	len = ntohs(iph->tot_len);
+	if (len < SROCE_IPV4_HLEN + SROCE_UDP_HLEN || len > skb->len ||
+	    uh->check || ntohs(uh->len) != len - SROCE_IPV4_HLEN ||
+	    !sroce_rx_direct_addr(ndev, iph->daddr))
+		goto generic;
+	/* Sources the route input drops as martians: left to it. */
+	if (ipv4_is_multicast(iph->saddr) || ipv4_is_lbcast(iph->saddr) ||
+	    ipv4_is_zeronet(iph->saddr) || ipv4_is_loopback(iph->saddr))
+		goto generic;
+
+	/* Ours from here: GRO does not touch a packet it calls consumed. */
+	if (pskb_trim_rcsum(skb, len)) {
+		sroce_cnt_add(sdev, SROCE_CNT_RX_NOMEM, 1);
+		kfree_skb(skb);
+		return ERR_PTR(-EINPROGRESS);
+	}
+	skb_reset_network_header(skb);
+	skb_set_transport_header(skb, SROCE_IPV4_HLEN);
+	skb_orphan(skb);
+	nf_reset_ct(skb);
+	sroce_cnt_add(sdev, SROCE_CNT_RX_DIRECT, 1);
+	sroce_rx(sdev, skb);
+	return ERR_PTR(-EINPROGRESS);
+
+generic:
+	NAPI_GRO_CB(skb)->flush = 1;	/* no GRO, as without this hook */
+	return NULL;
 }
 
 /* ---------------------------------------------------------------- transmit */
@@ -939,6 +1066,7 @@ static int sroce_udp_open(struct net *net, int family, struct socket **sockp)
 	struct udp_tunnel_sock_cfg tcfg = {
 		.encap_type = 1,
 		.encap_rcv = sroce_udp_encap_rcv,
+		.gro_receive = family == AF_INET ? sroce_udp_gro_receive : NULL,
 	};
 	struct udp_port_cfg cfg = {
 		.family = family,

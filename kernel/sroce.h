@@ -142,6 +142,7 @@ enum sroce_cnt {
 	SROCE_CNT_RX_NO_QP,	/* valid packets for a QP that does not exist */
 	SROCE_CNT_RX_NOMEM,	/* dropped: no memory to pull the headers in */
 	SROCE_CNT_RX_NONLINEAR,	/* of rx_packets: datagram in page fragments */
+	SROCE_CNT_RX_DIRECT,	/* of rx_packets: taken at GRO (rx_direct) */
 	SROCE_CNT_TX_PACKETS,	/* packets handed to the IP layer or looped */
 	SROCE_CNT_TX_BYTES,	/* their IP datagram bytes */
 	SROCE_CNT_TX_ERR,	/* not sent: no route, no memory */
