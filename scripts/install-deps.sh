@@ -26,6 +26,8 @@ PKGS=(
 	# storage and comparison traffic (later issues)
 	nvme-cli fio targetcli-fb open-iscsi nfs-kernel-server nfs-common dbus
 	iperf3 sockperf qperf tshark
+	# netfilter rules in a guest (tests/vm/test_net.py: direct receive steps aside)
+	nftables
 	# UCX (tests/vm/test_rdmacm.py: io_demo over RC and UD)
 	ucx-utils
 	# make bench's chart

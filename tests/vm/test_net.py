@@ -7,11 +7,13 @@ so every valid packet is counted as rx_no_qp, CNPs as rx_cnp, and each
 malformation in its own rx_drop_<reason> counter.
 """
 import json
+import shlex
 import time
 
 import pytest
 
-from guestrdma import TOOLS, add_link, del_netdevs, hw_counters, unload_all_rdma_links
+from guestrdma import (TOOLS, Capture, add_link, del_netdevs, hw_counters,
+                       unload_all_rdma_links, wait_for)
 
 PKTGEN = TOOLS + "/sroce-pktgen"
 COUNTERS = "/sys/class/infiniband/sroce0/ports/1/hw_counters"
@@ -36,6 +38,9 @@ MODES = {
     "ip_version": "none",
     "udp_len_long": "none",
 }
+# IPv4 modes that reach port 4791 the generic way (IP and UDP input), not
+# directly at GRO (rx_direct): IP options, a UDP length short of the datagram
+GENERIC_V4 = {"ip_options", "udp_len"}
 MODES6 = ["valid", "cnp", "icrc", "trunc_bth", "trunc_hdrs", "tver", "pad", "udp_len",
           "ip6_exthdr", "ip_version"]
 
@@ -56,7 +61,7 @@ CC_COUNTERS = ["np_ecn_marked_roce_packets", "np_cnp_sent", "rp_cnp_handled",
                "rp_cnp_ignored", "rp_rate_reductions"]
 # on-demand paging (test_objects.py): page events, not packet outcomes
 ODP_COUNTERS = ["odp_waits", "odp_fault_pages", "odp_invalidated_pages"]
-ALL_COUNTERS = (["rx_packets", "rx_bytes", "rx_nonlinear", "rx_cnp", "rx_no_qp",
+ALL_COUNTERS = (["rx_packets", "rx_bytes", "rx_nonlinear", "rx_direct", "rx_cnp", "rx_no_qp",
                  "rx_drop_nomem"] +
                 TRANSPORT_COUNTERS + ["rx_stale"] + TRANSPORT_DROPS + CC_COUNTERS +
                 ODP_COUNTERS +
@@ -64,7 +69,8 @@ ALL_COUNTERS = (["rx_packets", "rx_bytes", "rx_nonlinear", "rx_cnp", "rx_no_qp",
 # every packet the socket gets ends in exactly one of these (no QPs exist here;
 # the transport drops are outcomes too)
 OUTCOMES = [c for c in ALL_COUNTERS
-            if c not in ["rx_packets", "rx_bytes", "rx_nonlinear"] + TRANSPORT_COUNTERS +
+            if c not in ["rx_packets", "rx_bytes", "rx_nonlinear", "rx_direct"] +
+            TRANSPORT_COUNTERS +
             CC_COUNTERS +
             ODP_COUNTERS]
 
@@ -163,7 +169,7 @@ def test_counters_shown_by_rdma_statistic(pair):
     assert "rx_drop_icrc 0" in text, text
 
 
-def check_mode(g0, g1, mode, v6, n=40):
+def check_mode(g0, g1, mode, v6, n=40, direct_on=True):
     want = MODES[mode]
     before = counters(g0)
     pktgen(g1, g0, mode, n, v6)
@@ -177,6 +183,9 @@ def check_mode(g0, g1, mode, v6, n=40):
     assert d.pop("rx_bytes", 0) > 0, (mode, d)
     # how the driver hands a frame over (linear or in page fragments) is its choice
     assert d.pop("rx_nonlinear", 0) <= n, (mode, d)
+    # plain IPv4 RoCE v2 packets are taken at GRO, past the IP and UDP input
+    direct = 0 if v6 or mode in GENERIC_V4 or not direct_on else n
+    assert d.pop("rx_direct", 0) == direct, (mode, d)
     if want == "rx_cnp":
         # no QP takes them: the reaction point counts them ignored
         assert d.pop("rp_cnp_ignored", 0) == n, (mode, d)
@@ -235,11 +244,156 @@ def test_fragmented_packets_are_validated_in_place(port, v6):
             after = settle(g0, before["rx_packets"] + n)
             d = delta(before, after)
             assert d.pop("rx_bytes", 0) > big * 4096, (mode, d)
+            assert d.pop("rx_direct", 0) == (0 if v6 else n), (mode, d)
             assert d == {"rx_packets": n, "rx_nonlinear": big, want: n}, (mode, d)
     finally:
         set_mtu((g0, g1), 1500)
     # and at the usual MTU again
     check_mode(g0, g1, "valid", v6, n=10)
+
+
+# ---------------------------------------------------------- direct receive
+
+RX_DIRECT = "/sys/module/sroce/parameters/rx_direct"
+NFT_TABLE = "sroce_test"
+# what each case sets up in guest 0 and takes down again, and whether its
+# packets still reach port 4791 (all of them) or are dropped before (none)
+STEP_ASIDE = {
+    "parameter off": ("echo N > " + RX_DIRECT, "echo Y > " + RX_DIRECT, True),
+    "GRO off": ("ethtool -K eth0 gro off", "ethtool -K eth0 gro on", True),
+    "tc ingress drop": ("tc qdisc add dev eth0 clsact && tc filter add dev eth0 ingress "
+                        "protocol ip u32 match ip dport 4791 0xffff action drop",
+                        "tc qdisc del dev eth0 clsact", False),
+    "netfilter input drop": (
+        "nft add table ip %s && nft add chain ip %s in '{ type filter hook input priority 0; }' "
+        "&& nft add rule ip %s in udp dport 4791 drop" % ((NFT_TABLE,) * 3),
+        "nft delete table ip " + NFT_TABLE, False),
+    "netfilter prerouting count": (
+        "nft add table ip %s && nft add chain ip %s pre "
+        "'{ type filter hook prerouting priority 0; }' "
+        "&& nft add rule ip %s pre udp dport 4791 counter" % ((NFT_TABLE,) * 3),
+        "nft delete table ip " + NFT_TABLE, True),
+}
+
+
+def pktgen_valid(g0, g1, n, dst=None, src=None):
+    r = g1.run("%s -i eth0 -d %s --dst-mac %s -m valid -n %d%s" %
+               (PKTGEN, dst or g0.ip4, g0.mac, n, " --src " + src if src else ""),
+               timeout=120)
+    assert r.ok and "sent=%d" % n in r.out, r
+
+
+def send_valid(g0, g1, n, dst=None):
+    """n valid packets (no QP: rx_no_qp) to dst (g0's eth0 address): the counters'
+    delta in g0 once they are in."""
+    before = counters(g0)
+    pktgen_valid(g0, g1, n, dst)
+    return delta(before, settle(g0, before["rx_packets"] + n, timeout=10))
+
+
+@pytest.mark.parametrize("case", list(STEP_ASIDE))
+def test_direct_receive_steps_aside(port, case):
+    """Plain IPv4 RoCE v2 packets are taken at GRO (rx_direct), past the IP and UDP
+    input, only while nothing there could act on them: with the module parameter
+    off, GRO off, a tc ingress filter or a netfilter hook on the way, every packet
+    goes the generic way (tc and netfilter drop what their rules drop, and count
+    what they see), and once that is gone they are taken directly again."""
+    g0, g1 = port
+    n = 20
+    up, down, arrive = STEP_ASIDE[case]
+    g0.check(up)
+    try:
+        d = send_valid(g0, g1, n)
+        if case == "netfilter prerouting count":
+            rules = g0.check("nft list table ip " + NFT_TABLE)
+            assert "packets %d " % n in rules, rules
+    finally:
+        g0.check(down)
+    want = {"rx_packets": n, "rx_no_qp": n} if arrive else {}
+    assert (d.pop("rx_bytes", 0) > 0) == arrive, (case, d)
+    d.pop("rx_nonlinear", None)
+    assert d == want, (case, d)
+    d = send_valid(g0, g1, n)
+    assert d.get("rx_direct") == n and d.get("rx_no_qp") == n, (case, d)
+
+
+def test_direct_receive_leaves_packets_to_taps(port):
+    """A packet capture on the netdev sees every received packet: while one runs,
+    packets go the generic way past the taps."""
+    g0, g1 = port
+    n = 20
+    with Capture(g0, "udp dst port 4791", count=n) as cap:
+        d = send_valid(g0, g1, n)
+    assert len(cap.fields(["udp.dstport"])) == n
+    assert d.get("rx_no_qp") == n and "rx_direct" not in d, d
+
+
+# A packet socket for IPv4 alone, bound to eth0 (a DHCP client's kind): counts the
+# frames for UDP port 4791 it sees, up to argv[1], within 60 s.
+IPV4_TAP = r"""
+import socket, sys, time
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+s.bind(("eth0", 0x0800))
+s.settimeout(1)
+open("/tmp/ipv4-tap.ready", "w").close()
+want, n, end = int(sys.argv[1]), 0, time.time() + 60
+while n < want and time.time() < end:
+    try:
+        f = s.recv(4096)
+    except socket.timeout:
+        continue
+    if len(f) >= 38 and f[23] == 17 and f[36:38] == b"\x12\xb7":
+        n += 1
+print("seen=%d" % n)
+"""
+
+
+def test_direct_receive_leaves_packets_to_bound_ipv4_taps(port):
+    """A packet socket bound to the netdev for IPv4 alone sees every received
+    packet: while one is open, packets go the generic way past it."""
+    g0, g1 = port
+    n = 20
+    g0.check("rm -f /tmp/ipv4-tap.ready")
+    tap = g0.spawn("exec python3 -c %s %d" % (shlex.quote(IPV4_TAP), n))
+    try:
+        wait_for(lambda: g0.run("stat /tmp/ipv4-tap.ready").ok or tap.poll(),
+                 timeout=60, what="the IPv4 packet socket")
+        d = send_valid(g0, g1, n)
+        r = tap.wait(60)
+    finally:
+        tap.kill()
+    assert r.ok and "seen=%d" % n in r.out, r
+    assert d.get("rx_no_qp") == n and "rx_direct" not in d, d
+
+
+def test_direct_receive_only_for_the_netdevs_addresses(port):
+    """A packet for another local address (one of dummy0's, taken on eth0 by the
+    weak host model) goes through the IP layer's local delivery, as before."""
+    g0, g1 = port
+    n = 20
+    g0.check("ip link add dummy0 type dummy && ip link set dummy0 up && "
+             "ip addr add 10.99.70.1/32 dev dummy0")
+    try:
+        d = send_valid(g0, g1, n, dst="10.99.70.1")
+    finally:
+        del_netdevs(g0, "dummy0")
+    assert d.get("rx_no_qp") == n and "rx_direct" not in d, d
+
+
+def test_direct_receive_leaves_martian_sources_to_the_ip_layer(port):
+    """Packets from a loopback, multicast, broadcast or zero source go the generic
+    way, where the route input drops them as martians, as it always did: only the
+    valid packets sent after them arrive."""
+    g0, g1 = port
+    n = 10
+    before = counters(g0)
+    for src in ("127.0.0.9", "224.0.0.9", "255.255.255.255", "0.0.0.0"):
+        pktgen_valid(g0, g1, n, src=src)
+    pktgen_valid(g0, g1, n)
+    d = delta(before, settle(g0, before["rx_packets"] + n, timeout=10))
+    d.pop("rx_bytes", None)
+    d.pop("rx_nonlinear", None)
+    assert d == {"rx_packets": n, "rx_direct": n, "rx_no_qp": n}, d
 
 
 # ---------------------------------------------------------- port 4791 owners
