@@ -584,9 +584,10 @@ static struct sk_buff *sroce_udp_gro_receive(struct sock *sk,
 	    secpath_exists(skb) ||
 	    !ether_addr_equal(eth_hdr(skb)->h_dest, ndev->dev_addr))
 		goto generic;
+	/* GRO found @sk in @ndev's namespace, as the socket path checks it */
 	sdev = sroce_dev_by_ndev_rcu(ndev);
-	if (!sdev || !net_eq(dev_net(ndev), sdev->net) ||
-	    !net_eq(sock_net(sk), sdev->net) || sroce_rx_direct_hooks(ndev))
+	if (!sdev || !net_eq(sock_net(sk), sdev->net) ||
+	    sroce_rx_direct_hooks(ndev))
 		goto generic;
 	/* inet_gro_receive() checked version, length, checksum, no fragment */
 	iph = skb_gro_header(skb, SROCE_IPV4_HLEN + SROCE_UDP_HLEN, 0);
