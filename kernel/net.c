@@ -67,11 +67,14 @@
 #include <linux/skbuff.h>
 #include <linux/u64_stats_sync.h>
 #include <linux/udp.h>
+#include <net/addrconf.h>
 #include <net/gro.h>
 #include <net/inet_ecn.h>
 #include <net/ip.h>
 #include <net/ip6_route.h>
 #include <net/ipv6.h>
+#include <net/raw.h>
+#include <net/rawv6.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
 #include <net/route.h>
@@ -501,52 +504,70 @@ static int sroce_udp_encap_rcv(struct sock *sk, struct sk_buff *skb)
 }
 
 /*
- * Direct receive. The IPv4 socket's GRO hook (udp_gro_receive() calls it
- * for datagrams to port 4791) takes a plain RoCE v2 packet for one of the
- * netdev's own addresses there and then, instead of letting it go on
+ * Direct receive. The port 4791 sockets' GRO hook (udp_gro_receive() calls
+ * it for datagrams to that port) takes a plain RoCE v2 packet for one of
+ * the netdev's own addresses there and then, instead of letting it go on
  * through the generic receive path: the taps, tc ingress, the IP input
- * (netfilter, route lookup, local delivery) and the UDP input (a second
- * socket lookup) to sroce_udp_encap_rcv(). It returns -EINPROGRESS, the
- * way GRO lets a layer keep a packet (GRO_CONSUMED), and processes it as
- * the encapsulation path would. Only when none of what it skips could
- * act on the packet: no packet taps (tcpdump, or a packet socket bound to
- * the netdev for one protocol; one for IPv4 on every netdev sits in a list
- * modules cannot see and misses these packets), no tc or netfilter ingress
- * hooks on the netdev, no netfilter PRE_ROUTING or LOCAL_IN hooks and no
- * inbound IPsec policy in the namespace, no generic XDP program and no
- * rx_handler (bridge, bond or macvlan port) on the netdev, no VLAN tag;
- * a unicast frame to the netdev's MAC address for one of its IPv4
- * addresses from a source that is not multicast, broadcast, zero or
- * loopback, no encapsulation around it, UDP checksum zero (as RoCE v2
- * senders send it) and a UDP length that fills the IP datagram. Anything
- * else goes the generic way, as before. Skipped as well: RPS steering and
- * the IP and UDP MIB counters (rx_direct counts these packets), and the
- * reverse path filter (RC and UC QPs accept only their path's addresses).
- * The rx_direct module parameter turns it off.
+ * (netfilter, route lookup, local delivery, raw sockets) and the UDP input
+ * (a second socket lookup) to sroce_udp_encap_rcv(). It returns
+ * -EINPROGRESS, the way GRO lets a layer keep a packet (GRO_CONSUMED), and
+ * processes it as the encapsulation path would. Only when none of what it
+ * skips could act on the packet: no packet taps (tcpdump, or a packet
+ * socket bound to the netdev for one protocol; one for IPv4 or IPv6 on
+ * every netdev sits in a list modules cannot see and misses these
+ * packets), no tc or netfilter ingress hooks on the netdev, no netfilter
+ * PRE_ROUTING or LOCAL_IN hooks of the packet's family, no raw socket for
+ * UDP and no inbound IPsec policy in the namespace, no generic XDP
+ * program, no rx_handler (bridge, bond or macvlan port) and no VRF on the
+ * netdev, no VLAN tag; a unicast frame to the netdev's MAC address for
+ * one of its addresses (IPv6: not tentative) from a source the IP input
+ * would keep (not multicast or loopback; for IPv4 not broadcast or zero
+ * either), no IP options or IPv6 extension headers, no encapsulation
+ * around it, UDP checksum zero (as RoCE v2 senders send it) and a UDP
+ * length that fills the IP datagram. Anything else goes the generic way,
+ * as before. Skipped as well: RPS steering and the IP and UDP MIB
+ * counters (rx_direct counts these packets), and the reverse path filter
+ * (RC and UC QPs accept only their path's addresses). The rx_direct
+ * module parameter turns it off.
  */
 static bool sroce_rx_direct = true;
 module_param_named(rx_direct, sroce_rx_direct, bool, 0644);
 MODULE_PARM_DESC(rx_direct,
-		 "take plain IPv4 RoCE v2 packets at GRO, past the IP and UDP input (default: on)");
+		 "take plain RoCE v2 packets at GRO, past the IP and UDP input (default: on)");
 
-static bool sroce_rx_direct_hooks(struct net_device *ndev)
+static bool sroce_rx_direct_hooks(struct net_device *ndev, bool v6)
 {
 	struct net *net = dev_net(ndev);
+	struct nf_hook_entries __rcu **nf = NULL;
+	struct raw_hashinfo *raw = &raw_v4_hashinfo;
 
 	/* taps for every protocol, or for one protocol bound to the netdev */
 	if (dev_nit_active(ndev) || !list_empty(&ndev->ptype_specific) ||
 	    rcu_access_pointer(ndev->rx_handler) ||
-	    rcu_access_pointer(ndev->xdp_prog) || sroce_tc_ingress(ndev))
+	    rcu_access_pointer(ndev->xdp_prog) || sroce_tc_ingress(ndev) ||
+	    netif_is_l3_slave(ndev))
 		return true;
 #ifdef CONFIG_NETFILTER_INGRESS
 	if (rcu_access_pointer(ndev->nf_hooks_ingress))
 		return true;
 #endif
 #ifdef CONFIG_NETFILTER
-	if (rcu_access_pointer(net->nf.hooks_ipv4[NF_INET_PRE_ROUTING]) ||
-	    rcu_access_pointer(net->nf.hooks_ipv4[NF_INET_LOCAL_IN]))
-		return true;
+	nf = net->nf.hooks_ipv4;
 #endif
+#if IS_ENABLED(CONFIG_IPV6)
+	if (v6) {
+#ifdef CONFIG_NETFILTER
+		nf = net->nf.hooks_ipv6;
+#endif
+		raw = &raw_v6_hashinfo;
+	}
+#endif
+	if (nf && (rcu_access_pointer(nf[NF_INET_PRE_ROUTING]) ||
+		   rcu_access_pointer(nf[NF_INET_LOCAL_IN])))
+		return true;
+	/* a raw socket for UDP would get a copy at local delivery */
+	if (!hlist_empty(&raw->ht[raw_hashfunc(net, IPPROTO_UDP)]))
+		return true;
 #ifdef CONFIG_XFRM
 	if (READ_ONCE(net->xfrm.policy_count[XFRM_POLICY_IN]))
 		return true;
@@ -554,17 +575,69 @@ static bool sroce_rx_direct_hooks(struct net_device *ndev)
 	return false;
 }
 
-static bool sroce_rx_direct_addr(struct net_device *ndev, __be32 daddr)
+/*
+ * The length of a plain IPv4 RoCE v2 datagram at @skb's data for one of
+ * @ndev's addresses, as the IP input would deliver it locally; 0 if it is
+ * not one.
+ */
+static unsigned int sroce_rx_direct_ipv4(struct net_device *ndev,
+					 struct sk_buff *skb)
 {
 	const struct in_device *in_dev = __in_dev_get_rcu(ndev);
 	const struct in_ifaddr *ifa;
+	const struct iphdr *iph;
+	const struct udphdr *uh;
+	unsigned int len;
 
-	if (!in_dev)
-		return false;
+	/* inet_gro_receive() checked version, length, checksum, no fragment */
+	iph = skb_gro_header(skb, SROCE_IPV4_HLEN + SROCE_UDP_HLEN, 0);
+	if (!iph || !in_dev)
+		return 0;
+	uh = (const struct udphdr *)(iph + 1);
+	len = ntohs(iph->tot_len);
+	if (len < SROCE_IPV4_HLEN + SROCE_UDP_HLEN || len > skb->len ||
+	    uh->check || ntohs(uh->len) != len - SROCE_IPV4_HLEN)
+		return 0;
+	/* Sources the route input drops as martians: left to it. */
+	if (ipv4_is_multicast(iph->saddr) || ipv4_is_lbcast(iph->saddr) ||
+	    ipv4_is_zeronet(iph->saddr) || ipv4_is_loopback(iph->saddr))
+		return 0;
 	in_dev_for_each_ifa_rcu(ifa, in_dev)
-		if (ifa->ifa_local == daddr)
-			return true;
-	return false;
+		if (ifa->ifa_local == iph->daddr)
+			return len;
+	return 0;
+}
+
+/* The same for IPv6: no extension headers, no jumbogram. */
+static unsigned int sroce_rx_direct_ipv6(struct net_device *ndev,
+					 struct sk_buff *skb)
+{
+#if IS_ENABLED(CONFIG_IPV6)
+	const struct ipv6hdr *ip6h;
+	const struct udphdr *uh;
+	unsigned int len;
+
+	/* ipv6_gro_receive() checked nothing of these */
+	ip6h = skb_gro_header(skb, SROCE_IPV6_HLEN + SROCE_UDP_HLEN, 0);
+	if (!ip6h || ip6h->version != 6 || ip6h->nexthdr != IPPROTO_UDP)
+		return 0;
+	uh = (const struct udphdr *)(ip6h + 1);
+	len = ntohs(ip6h->payload_len);
+	if (len < SROCE_UDP_HLEN || SROCE_IPV6_HLEN + len > skb->len ||
+	    uh->check || ntohs(uh->len) != len)
+		return 0;
+	/* Sources the IPv6 input drops (RFC 4291 2.5.3, 2.7): left to it. */
+	if (ipv6_addr_is_multicast(&ip6h->saddr) ||
+	    ipv6_addr_loopback(&ip6h->saddr))
+		return 0;
+	/* An address of @ndev itself, its duplicate detection done */
+	if (!ipv6_chk_addr_and_flags(dev_net(ndev), &ip6h->daddr, ndev, false,
+				     1, IFA_F_TENTATIVE))
+		return 0;
+	return SROCE_IPV6_HLEN + len;
+#else
+	return 0;
+#endif
 }
 
 static struct sk_buff *sroce_udp_gro_receive(struct sock *sk,
@@ -572,13 +645,13 @@ static struct sk_buff *sroce_udp_gro_receive(struct sock *sk,
 					     struct sk_buff *skb)
 {
 	struct net_device *ndev = skb->dev;
-	const struct iphdr *iph;
-	const struct udphdr *uh;
+	bool v6 = sk->sk_family == AF_INET6;
 	struct sroce_dev *sdev;
 	unsigned int len;
 
 	/* udp_gro_receive() made sure that no tunnel is around it */
-	if (!READ_ONCE(sroce_rx_direct) || skb->protocol != htons(ETH_P_IP) ||
+	if (!READ_ONCE(sroce_rx_direct) ||
+	    skb->protocol != htons(v6 ? ETH_P_IPV6 : ETH_P_IP) ||
 	    skb_network_offset(skb) || !skb_mac_header_was_set(skb) ||
 	    skb->pkt_type != PACKET_HOST || skb_vlan_tag_present(skb) ||
 	    secpath_exists(skb) ||
@@ -587,21 +660,11 @@ static struct sk_buff *sroce_udp_gro_receive(struct sock *sk,
 	/* GRO found @sk in @ndev's namespace, as the socket path checks it */
 	sdev = sroce_dev_by_ndev_rcu(ndev);
 	if (!sdev || !net_eq(sock_net(sk), sdev->net) ||
-	    sroce_rx_direct_hooks(ndev))
+	    sroce_rx_direct_hooks(ndev, v6))
 		goto generic;
-	/* inet_gro_receive() checked version, length, checksum, no fragment */
-	iph = skb_gro_header(skb, SROCE_IPV4_HLEN + SROCE_UDP_HLEN, 0);
-	if (!iph)
-		goto generic;
-	uh = (const struct udphdr *)(iph + 1);
-	len = ntohs(iph->tot_len);
-	if (len < SROCE_IPV4_HLEN + SROCE_UDP_HLEN || len > skb->len ||
-	    uh->check || ntohs(uh->len) != len - SROCE_IPV4_HLEN ||
-	    !sroce_rx_direct_addr(ndev, iph->daddr))
-		goto generic;
-	/* Sources the route input drops as martians: left to it. */
-	if (ipv4_is_multicast(iph->saddr) || ipv4_is_lbcast(iph->saddr) ||
-	    ipv4_is_zeronet(iph->saddr) || ipv4_is_loopback(iph->saddr))
+	len = v6 ? sroce_rx_direct_ipv6(ndev, skb) :
+		   sroce_rx_direct_ipv4(ndev, skb);
+	if (!len)
 		goto generic;
 
 	/* Ours from here: GRO does not touch a packet it calls consumed. */
@@ -611,7 +674,7 @@ static struct sk_buff *sroce_udp_gro_receive(struct sock *sk,
 		return ERR_PTR(-EINPROGRESS);
 	}
 	skb_reset_network_header(skb);
-	skb_set_transport_header(skb, SROCE_IPV4_HLEN);
+	skb_set_transport_header(skb, v6 ? SROCE_IPV6_HLEN : SROCE_IPV4_HLEN);
 	skb_orphan(skb);
 	nf_reset_ct(skb);
 	sroce_cnt_add(sdev, SROCE_CNT_RX_DIRECT, 1);
@@ -1067,7 +1130,7 @@ static int sroce_udp_open(struct net *net, int family, struct socket **sockp)
 	struct udp_tunnel_sock_cfg tcfg = {
 		.encap_type = 1,
 		.encap_rcv = sroce_udp_encap_rcv,
-		.gro_receive = family == AF_INET ? sroce_udp_gro_receive : NULL,
+		.gro_receive = sroce_udp_gro_receive,
 	};
 	struct udp_port_cfg cfg = {
 		.family = family,

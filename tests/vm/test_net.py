@@ -38,9 +38,11 @@ MODES = {
     "ip_version": "none",
     "udp_len_long": "none",
 }
-# IPv4 modes that reach port 4791 the generic way (IP and UDP input), not
-# directly at GRO (rx_direct): IP options, a UDP length short of the datagram
+# modes that reach port 4791 the generic way (IP and UDP input), not directly
+# at GRO (rx_direct): IP options or IPv6 extension headers, a UDP length short
+# of the datagram
 GENERIC_V4 = {"ip_options", "udp_len"}
+GENERIC_V6 = {"ip6_exthdr", "udp_len"}
 MODES6 = ["valid", "cnp", "icrc", "trunc_bth", "trunc_hdrs", "tver", "pad", "udp_len",
           "ip6_exthdr", "ip_version"]
 
@@ -183,8 +185,8 @@ def check_mode(g0, g1, mode, v6, n=40, direct_on=True):
     assert d.pop("rx_bytes", 0) > 0, (mode, d)
     # how the driver hands a frame over (linear or in page fragments) is its choice
     assert d.pop("rx_nonlinear", 0) <= n, (mode, d)
-    # plain IPv4 RoCE v2 packets are taken at GRO, past the IP and UDP input
-    direct = 0 if v6 or mode in GENERIC_V4 or not direct_on else n
+    # plain RoCE v2 packets are taken at GRO, past the IP and UDP input
+    direct = 0 if mode in (GENERIC_V6 if v6 else GENERIC_V4) or not direct_on else n
     assert d.pop("rx_direct", 0) == direct, (mode, d)
     if want == "rx_cnp":
         # no QP takes them: the reaction point counts them ignored
@@ -244,7 +246,7 @@ def test_fragmented_packets_are_validated_in_place(port, v6):
             after = settle(g0, before["rx_packets"] + n)
             d = delta(before, after)
             assert d.pop("rx_bytes", 0) > big * 4096, (mode, d)
-            assert d.pop("rx_direct", 0) == (0 if v6 else n), (mode, d)
+            assert d.pop("rx_direct", 0) == n, (mode, d)
             assert d == {"rx_packets": n, "rx_nonlinear": big, want: n}, (mode, d)
     finally:
         set_mtu((g0, g1), 1500)
@@ -256,65 +258,83 @@ def test_fragmented_packets_are_validated_in_place(port, v6):
 
 RX_DIRECT = "/sys/module/sroce/parameters/rx_direct"
 NFT_TABLE = "sroce_test"
-# what each case sets up in guest 0 and takes down again, and whether its
-# packets still reach port 4791 (all of them) or are dropped before (none)
+
+
+def nft_hook(family, hook, rule):
+    chain = "c" + hook
+    return ("nft add table %s %s && nft add chain %s %s %s '{ type filter hook %s priority 0; }' "
+            "&& nft add rule %s %s %s udp dport 4791 %s" %
+            (family, NFT_TABLE, family, NFT_TABLE, chain, hook, family, NFT_TABLE, chain, rule),
+            "nft delete table %s %s" % (family, NFT_TABLE))
+
+
+# what each case sets up in guest 0 and takes down again; the family of the
+# packets sent (IPv6 or not); whether they still reach port 4791 (all of them)
+# or are dropped before (none); whether the other family's packets are still
+# taken directly meanwhile (the hook is of one family) or not
 STEP_ASIDE = {
-    "parameter off": ("echo N > " + RX_DIRECT, "echo Y > " + RX_DIRECT, True),
-    "GRO off": ("ethtool -K eth0 gro off", "ethtool -K eth0 gro on", True),
+    "parameter off": ("echo N > " + RX_DIRECT, "echo Y > " + RX_DIRECT, False, True, False),
+    "GRO off": ("ethtool -K eth0 gro off", "ethtool -K eth0 gro on", False, True, False),
     "tc ingress drop": ("tc qdisc add dev eth0 clsact && tc filter add dev eth0 ingress "
                         "protocol ip u32 match ip dport 4791 0xffff action drop",
-                        "tc qdisc del dev eth0 clsact", False),
-    "netfilter input drop": (
-        "nft add table ip %s && nft add chain ip %s in '{ type filter hook input priority 0; }' "
-        "&& nft add rule ip %s in udp dport 4791 drop" % ((NFT_TABLE,) * 3),
-        "nft delete table ip " + NFT_TABLE, False),
-    "netfilter prerouting count": (
-        "nft add table ip %s && nft add chain ip %s pre "
-        "'{ type filter hook prerouting priority 0; }' "
-        "&& nft add rule ip %s pre udp dport 4791 counter" % ((NFT_TABLE,) * 3),
-        "nft delete table ip " + NFT_TABLE, True),
+                        "tc qdisc del dev eth0 clsact", False, False, False),
+    "netfilter input drop": nft_hook("ip", "input", "drop") + (False, False, True),
+    "netfilter prerouting count": nft_hook("ip", "prerouting", "counter") + (False, True, True),
+    "ipv6 tc ingress drop": ("tc qdisc add dev eth0 clsact && tc filter add dev eth0 ingress "
+                             "protocol ipv6 u32 match ip6 dport 4791 0xffff action drop",
+                             "tc qdisc del dev eth0 clsact", True, False, False),
+    "ipv6 netfilter input drop": nft_hook("ip6", "input", "drop") + (True, False, True),
+    "ipv6 netfilter prerouting count": nft_hook("ip6", "prerouting", "counter") +
+    (True, True, True),
 }
 
 
-def pktgen_valid(g0, g1, n, dst=None, src=None):
-    r = g1.run("%s -i eth0 -d %s --dst-mac %s -m valid -n %d%s" %
-               (PKTGEN, dst or g0.ip4, g0.mac, n, " --src " + src if src else ""),
+def pktgen_valid(g0, g1, n, dst=None, src=None, v6=False):
+    r = g1.run("%s -i eth0 -d %s%s --dst-mac %s -m valid -n %d%s" %
+               (PKTGEN, dst or (g0.ip6 if v6 else g0.ip4), " -6" if v6 else "", g0.mac, n,
+                " --src " + src if src else ""),
                timeout=120)
     assert r.ok and "sent=%d" % n in r.out, r
 
 
-def send_valid(g0, g1, n, dst=None):
+def send_valid(g0, g1, n, dst=None, v6=False):
     """n valid packets (no QP: rx_no_qp) to dst (g0's eth0 address): the counters'
     delta in g0 once they are in."""
     before = counters(g0)
-    pktgen_valid(g0, g1, n, dst)
+    pktgen_valid(g0, g1, n, dst, v6=v6)
     return delta(before, settle(g0, before["rx_packets"] + n, timeout=10))
 
 
 @pytest.mark.parametrize("case", list(STEP_ASIDE))
 def test_direct_receive_steps_aside(port, case):
-    """Plain IPv4 RoCE v2 packets are taken at GRO (rx_direct), past the IP and UDP
+    """Plain RoCE v2 packets are taken at GRO (rx_direct), past the IP and UDP
     input, only while nothing there could act on them: with the module parameter
-    off, GRO off, a tc ingress filter or a netfilter hook on the way, every packet
-    goes the generic way (tc and netfilter drop what their rules drop, and count
-    what they see), and once that is gone they are taken directly again."""
+    off, GRO off, a tc ingress filter or a netfilter hook of the packets' family
+    on the way, every packet goes the generic way (tc and netfilter drop what
+    their rules drop, and count what they see), the other family's are still
+    taken directly where the hook is of one family only, and once the hook is
+    gone they are all taken directly again."""
     g0, g1 = port
     n = 20
-    up, down, arrive = STEP_ASIDE[case]
+    up, down, v6, arrive, other_direct = STEP_ASIDE[case]
     g0.check(up)
     try:
-        d = send_valid(g0, g1, n)
-        if case == "netfilter prerouting count":
-            rules = g0.check("nft list table ip " + NFT_TABLE)
+        d = send_valid(g0, g1, n, v6=v6)
+        if "count" in case:
+            rules = g0.check("nft list table %s %s" % ("ip6" if v6 else "ip", NFT_TABLE))
             assert "packets %d " % n in rules, rules
+        other = send_valid(g0, g1, n, v6=not v6)
     finally:
         g0.check(down)
     want = {"rx_packets": n, "rx_no_qp": n} if arrive else {}
     assert (d.pop("rx_bytes", 0) > 0) == arrive, (case, d)
     d.pop("rx_nonlinear", None)
     assert d == want, (case, d)
-    d = send_valid(g0, g1, n)
-    assert d.get("rx_direct") == n and d.get("rx_no_qp") == n, (case, d)
+    assert other.get("rx_no_qp") == n, (case, other)
+    assert other.get("rx_direct", 0) == (n if other_direct else 0), (case, other)
+    for fam in (v6, not v6):
+        d = send_valid(g0, g1, n, v6=fam)
+        assert d.get("rx_direct") == n and d.get("rx_no_qp") == n, (case, fam, d)
 
 
 def test_direct_receive_leaves_packets_to_taps(port):
@@ -322,10 +342,12 @@ def test_direct_receive_leaves_packets_to_taps(port):
     packets go the generic way past the taps."""
     g0, g1 = port
     n = 20
-    with Capture(g0, "udp dst port 4791", count=n) as cap:
+    with Capture(g0, "udp dst port 4791", count=2 * n) as cap:
         d = send_valid(g0, g1, n)
-    assert len(cap.fields(["udp.dstport"])) == n
-    assert d.get("rx_no_qp") == n and "rx_direct" not in d, d
+        d6 = send_valid(g0, g1, n, v6=True)
+    assert len(cap.fields(["udp.dstport"])) == 2 * n
+    for x in (d, d6):
+        assert x.get("rx_no_qp") == n and "rx_direct" not in x, x
 
 
 # A packet socket for IPv4 alone, bound to eth0 (a DHCP client's kind): counts the
@@ -366,30 +388,83 @@ def test_direct_receive_leaves_packets_to_bound_ipv4_taps(port):
     assert d.get("rx_no_qp") == n and "rx_direct" not in d, d
 
 
-def test_direct_receive_only_for_the_netdevs_addresses(port):
+# A raw socket for UDP of family argv[2] (4 or 6): counts the datagrams to port
+# 4791 it is given (IPv4 with their IP header, IPv6 without), up to argv[1],
+# within 60 s.
+RAW_UDP = r"""
+import socket, sys, time
+v6 = sys.argv[2] == "6"
+s = socket.socket(socket.AF_INET6 if v6 else socket.AF_INET, socket.SOCK_RAW,
+                  socket.IPPROTO_UDP)
+s.settimeout(1)
+open("/tmp/raw-udp.ready", "w").close()
+want, n, end = int(sys.argv[1]), 0, time.time() + 60
+while n < want and time.time() < end:
+    try:
+        f = s.recv(4096)
+    except socket.timeout:
+        continue
+    off = 0 if v6 else (f[0] & 15) * 4
+    if f[off + 2:off + 4] == b"\x12\xb7":
+        n += 1
+print("seen=%d" % n)
+"""
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_direct_receive_leaves_packets_to_raw_udp_sockets(port, v6):
+    """A raw socket for UDP gets a copy of every UDP datagram delivered locally:
+    while one is open, packets of its family go the generic way, through the
+    local delivery that hands it its copy."""
+    g0, g1 = port
+    n = 20
+    g0.check("rm -f /tmp/raw-udp.ready")
+    raw = g0.spawn("exec python3 -c %s %d %d" % (shlex.quote(RAW_UDP), n, 6 if v6 else 4))
+    try:
+        wait_for(lambda: g0.run("stat /tmp/raw-udp.ready").ok or raw.poll(),
+                 timeout=60, what="the raw UDP socket")
+        d = send_valid(g0, g1, n, v6=v6)
+        r = raw.wait(60)
+    finally:
+        raw.kill()
+    assert r.ok and "seen=%d" % n in r.out, r
+    assert d.get("rx_no_qp") == n and "rx_direct" not in d, d
+    d = send_valid(g0, g1, n, v6=v6)
+    assert d.get("rx_direct") == n and d.get("rx_no_qp") == n, d
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_direct_receive_only_for_the_netdevs_addresses(port, v6):
     """A packet for another local address (one of dummy0's, taken on eth0 by the
     weak host model) goes through the IP layer's local delivery, as before."""
     g0, g1 = port
     n = 20
+    addr = "fd99:70::1" if v6 else "10.99.70.1"
     g0.check("ip link add dummy0 type dummy && ip link set dummy0 up && "
-             "ip addr add 10.99.70.1/32 dev dummy0")
+             "ip addr add %s/%d dev dummy0 nodad" % (addr, 128 if v6 else 32))
     try:
-        d = send_valid(g0, g1, n, dst="10.99.70.1")
+        d = send_valid(g0, g1, n, dst=addr, v6=v6)
     finally:
         del_netdevs(g0, "dummy0")
     assert d.get("rx_no_qp") == n and "rx_direct" not in d, d
 
 
-def test_direct_receive_leaves_martian_sources_to_the_ip_layer(port):
-    """Packets from a loopback, multicast, broadcast or zero source go the generic
-    way, where the route input drops them as martians, as it always did: only the
-    valid packets sent after them arrive."""
+MARTIANS = {False: ("127.0.0.9", "224.0.0.9", "255.255.255.255", "0.0.0.0"),
+            True: ("::1", "ff02::1")}
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_direct_receive_leaves_martian_sources_to_the_ip_layer(port, v6):
+    """Packets from a source the IP input drops (IPv4: loopback, multicast,
+    broadcast or zero; IPv6: loopback or multicast) go the generic way, where
+    they are dropped as they always were: only the valid packets sent after
+    them arrive."""
     g0, g1 = port
     n = 10
     before = counters(g0)
-    for src in ("127.0.0.9", "224.0.0.9", "255.255.255.255", "0.0.0.0"):
-        pktgen_valid(g0, g1, n, src=src)
-    pktgen_valid(g0, g1, n)
+    for src in MARTIANS[v6]:
+        pktgen_valid(g0, g1, n, src=src, v6=v6)
+    pktgen_valid(g0, g1, n, v6=v6)
     d = delta(before, settle(g0, before["rx_packets"] + n, timeout=10))
     d.pop("rx_bytes", None)
     d.pop("rx_nonlinear", None)
