@@ -59,8 +59,9 @@ class Variant:
         shutil.copyfile(path, self.ko)
         self.id = build_id(self.ko)
 
-    def load(self, rig):
-        """The variant's device (its name) in both guests; {guest index: IPv4 GID}."""
+    def load(self, rig, family):
+        """The variant's device (its name) in both guests; {guest index: the
+        index of its RoCE v2 GID of family (ipv4 or ipv6)}."""
         gids = {}
         for g in rig.guests:
             guestrdma.unload_all_rdma_links(g)
@@ -76,7 +77,7 @@ class Variant:
                     raise SystemExit("%s: loaded build id %s, the file's %s"
                                      % (self.name, got, self.id))
                 dev = guestrdma.add_link(g, guestrdma.DEVNAME["sroce"], "eth0", "sroce")
-            gids[g.index] = guestrdma.wait_gids(g, dev, ("ipv4",))["ipv4"]
+            gids[g.index] = guestrdma.wait_gids(g, dev, (family,))[family]
         return dev, gids
 
 
@@ -113,6 +114,9 @@ def main():
     ap.add_argument("--reps", type=int, default=5, help="repetitions (default 5)")
     ap.add_argument("--seconds", type=int, default=8,
                     help="bandwidth run length (-D, at least 3; default 8)")
+    ap.add_argument("--gid", choices=("ipv4", "ipv6"), default="ipv4",
+                    help="the RoCE v2 GID the runs use: the guests' IPv4 address or "
+                    "their IPv6 one (default ipv4)")
     ap.add_argument("--kver", default=os.environ.get("KVER"))
     ap.add_argument("--out", default=os.path.join(REPO, "build", "ab"))
     ap.add_argument("--json", help="write the runs here")
@@ -152,7 +156,7 @@ def main():
             for rep in range(a.reps):
                 k = rep % len(variants)
                 for v in variants[k:] + variants[:k]:
-                    dev, gids = v.load(rig)
+                    dev, gids = v.load(rig, a.gid)
                     for case in cases:
                         value, why = run_case(rig, dev, gids, case, a.seconds)
                         runs.setdefault((mtu, case, v.name), []).append(value)
