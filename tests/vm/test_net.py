@@ -350,24 +350,51 @@ def test_direct_receive_leaves_packets_to_taps(port):
         assert x.get("rx_no_qp") == n and "rx_direct" not in x, x
 
 
-# A packet socket for IPv4 alone, bound to eth0 (a DHCP client's kind): counts the
-# frames for UDP port 4791 it sees, up to argv[1], within 60 s.
-IPV4_TAP = r"""
+# A socket of kind argv[2] that counts the datagrams to UDP port 4791 it is given,
+# up to argv[1], within 60 s: "tap4", a packet socket for IPv4 alone bound to
+# eth0 (a DHCP client's kind; whole frames); "raw4" or "raw6", a raw socket for
+# UDP (IPv4 with the IP header, IPv6 without).
+LISTENER = r"""
 import socket, sys, time
-s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
-s.bind(("eth0", 0x0800))
+kind = sys.argv[2]
+if kind == "tap4":
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+    s.bind(("eth0", 0x0800))
+else:
+    s = socket.socket(socket.AF_INET6 if kind == "raw6" else socket.AF_INET,
+                      socket.SOCK_RAW, socket.IPPROTO_UDP)
 s.settimeout(1)
-open("/tmp/ipv4-tap.ready", "w").close()
+open("/tmp/listener.ready", "w").close()
 want, n, end = int(sys.argv[1]), 0, time.time() + 60
 while n < want and time.time() < end:
     try:
         f = s.recv(4096)
     except socket.timeout:
         continue
-    if len(f) >= 38 and f[23] == 17 and f[36:38] == b"\x12\xb7":
+    if kind == "tap4":
+        off = 14 + (f[14] & 15) * 4 if len(f) > 23 and f[23] == 17 else len(f)
+    else:
+        off = 0 if kind == "raw6" else (f[0] & 15) * 4
+    if f[off + 2:off + 4] == b"\x12\xb7":
         n += 1
 print("seen=%d" % n)
 """
+
+
+def send_past_listener(g0, g1, kind, n, v6=False):
+    """n valid packets sent while a LISTENER of kind runs in g0: asserts that it
+    saw them all; the counters' delta in g0."""
+    g0.check("rm -f /tmp/listener.ready")
+    proc = g0.spawn("exec python3 -c %s %d %s" % (shlex.quote(LISTENER), n, kind))
+    try:
+        wait_for(lambda: g0.run("stat /tmp/listener.ready").ok or proc.poll(),
+                 timeout=60, what="the %s socket" % kind)
+        d = send_valid(g0, g1, n, v6=v6)
+        r = proc.wait(60)
+    finally:
+        proc.kill()
+    assert r.ok and "seen=%d" % n in r.out, r
+    return d
 
 
 def test_direct_receive_leaves_packets_to_bound_ipv4_taps(port):
@@ -375,40 +402,8 @@ def test_direct_receive_leaves_packets_to_bound_ipv4_taps(port):
     packet: while one is open, packets go the generic way past it."""
     g0, g1 = port
     n = 20
-    g0.check("rm -f /tmp/ipv4-tap.ready")
-    tap = g0.spawn("exec python3 -c %s %d" % (shlex.quote(IPV4_TAP), n))
-    try:
-        wait_for(lambda: g0.run("stat /tmp/ipv4-tap.ready").ok or tap.poll(),
-                 timeout=60, what="the IPv4 packet socket")
-        d = send_valid(g0, g1, n)
-        r = tap.wait(60)
-    finally:
-        tap.kill()
-    assert r.ok and "seen=%d" % n in r.out, r
+    d = send_past_listener(g0, g1, "tap4", n)
     assert d.get("rx_no_qp") == n and "rx_direct" not in d, d
-
-
-# A raw socket for UDP of family argv[2] (4 or 6): counts the datagrams to port
-# 4791 it is given (IPv4 with their IP header, IPv6 without), up to argv[1],
-# within 60 s.
-RAW_UDP = r"""
-import socket, sys, time
-v6 = sys.argv[2] == "6"
-s = socket.socket(socket.AF_INET6 if v6 else socket.AF_INET, socket.SOCK_RAW,
-                  socket.IPPROTO_UDP)
-s.settimeout(1)
-open("/tmp/raw-udp.ready", "w").close()
-want, n, end = int(sys.argv[1]), 0, time.time() + 60
-while n < want and time.time() < end:
-    try:
-        f = s.recv(4096)
-    except socket.timeout:
-        continue
-    off = 0 if v6 else (f[0] & 15) * 4
-    if f[off + 2:off + 4] == b"\x12\xb7":
-        n += 1
-print("seen=%d" % n)
-"""
 
 
 @pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
@@ -418,16 +413,7 @@ def test_direct_receive_leaves_packets_to_raw_udp_sockets(port, v6):
     local delivery that hands it its copy."""
     g0, g1 = port
     n = 20
-    g0.check("rm -f /tmp/raw-udp.ready")
-    raw = g0.spawn("exec python3 -c %s %d %d" % (shlex.quote(RAW_UDP), n, 6 if v6 else 4))
-    try:
-        wait_for(lambda: g0.run("stat /tmp/raw-udp.ready").ok or raw.poll(),
-                 timeout=60, what="the raw UDP socket")
-        d = send_valid(g0, g1, n, v6=v6)
-        r = raw.wait(60)
-    finally:
-        raw.kill()
-    assert r.ok and "seen=%d" % n in r.out, r
+    d = send_past_listener(g0, g1, "raw6" if v6 else "raw4", n, v6)
     assert d.get("rx_no_qp") == n and "rx_direct" not in d, d
     d = send_valid(g0, g1, n, v6=v6)
     assert d.get("rx_direct") == n and d.get("rx_no_qp") == n, d
