@@ -121,8 +121,9 @@ def delta(a, b):
     return {k: b[k] - a.get(k, 0) for k in b if b[k] != a.get(k, 0)}
 
 
-def pktgen(g1, g0, mode, n, v6=False, extra=""):
-    dst = g0.ip6 if v6 else g0.ip4
+def pktgen(g1, g0, mode, n, v6=False, extra="", dst=None):
+    """n packets of mode from g1 to dst (default: g0's eth0 address of the family)."""
+    dst = dst or (g0.ip6 if v6 else g0.ip4)
     r = g1.run("%s -i eth0 -d %s %s --dst-mac %s -m %s -n %d %s" %
                (PKTGEN, dst, "-6" if v6 else "", g0.mac, mode, n, extra), timeout=600)
     assert r.ok, r
@@ -260,6 +261,12 @@ RX_DIRECT = "/sys/module/sroce/parameters/rx_direct"
 NFT_TABLE = "sroce_test"
 
 
+def tc_ingress_drop(protocol, match):
+    return ("tc qdisc add dev eth0 clsact && tc filter add dev eth0 ingress protocol %s "
+            "u32 match %s dport 4791 0xffff action drop" % (protocol, match),
+            "tc qdisc del dev eth0 clsact")
+
+
 def nft_hook(family, hook, rule):
     chain = "c" + hook
     return ("nft add table %s %s && nft add chain %s %s %s '{ type filter hook %s priority 0; }' "
@@ -275,14 +282,10 @@ def nft_hook(family, hook, rule):
 STEP_ASIDE = {
     "parameter off": ("echo N > " + RX_DIRECT, "echo Y > " + RX_DIRECT, False, True, False),
     "GRO off": ("ethtool -K eth0 gro off", "ethtool -K eth0 gro on", False, True, False),
-    "tc ingress drop": ("tc qdisc add dev eth0 clsact && tc filter add dev eth0 ingress "
-                        "protocol ip u32 match ip dport 4791 0xffff action drop",
-                        "tc qdisc del dev eth0 clsact", False, False, False),
+    "tc ingress drop": tc_ingress_drop("ip", "ip") + (False, False, False),
     "netfilter input drop": nft_hook("ip", "input", "drop") + (False, False, True),
     "netfilter prerouting count": nft_hook("ip", "prerouting", "counter") + (False, True, True),
-    "ipv6 tc ingress drop": ("tc qdisc add dev eth0 clsact && tc filter add dev eth0 ingress "
-                             "protocol ipv6 u32 match ip6 dport 4791 0xffff action drop",
-                             "tc qdisc del dev eth0 clsact", True, False, False),
+    "ipv6 tc ingress drop": tc_ingress_drop("ipv6", "ip6") + (True, False, False),
     "ipv6 netfilter input drop": nft_hook("ip6", "input", "drop") + (True, False, True),
     "ipv6 netfilter prerouting count": nft_hook("ip6", "prerouting", "counter") +
     (True, True, True),
@@ -290,11 +293,7 @@ STEP_ASIDE = {
 
 
 def pktgen_valid(g0, g1, n, dst=None, src=None, v6=False):
-    r = g1.run("%s -i eth0 -d %s%s --dst-mac %s -m valid -n %d%s" %
-               (PKTGEN, dst or (g0.ip6 if v6 else g0.ip4), " -6" if v6 else "", g0.mac, n,
-                " --src " + src if src else ""),
-               timeout=120)
-    assert r.ok and "sent=%d" % n in r.out, r
+    pktgen(g1, g0, "valid", n, v6, extra="--src " + src if src else "", dst=dst)
 
 
 def send_valid(g0, g1, n, dst=None, v6=False):
