@@ -14,6 +14,7 @@ test, not the rest of the run. After MAX_RESTARTS reboots the run stops.
 import fnmatch
 import os
 import sys
+import warnings
 
 import pytest
 
@@ -103,6 +104,7 @@ def rig():
     yield r
     r.stop()
     bad += r.bad_console_lines()
+    show_foreign(r)
     if bad:
         pytest.fail("bad guest console lines during boot or shutdown:\n" + "\n".join(bad))
 
@@ -156,6 +158,7 @@ def clean_consoles(request):
     # taken down in between) is judged too, before this test starts.
     bad = r.bad_console_lines()
     r.mark_consoles()
+    show_foreign(r)
     if bad:
         pytest.fail("guest console shows kernel problems from before this test (fixtures "
                     "between tests):\n" + "\n".join(bad))
@@ -164,8 +167,20 @@ def clean_consoles(request):
     if broken:
         pytest.fail(broken)
     bad = r.console_problems()
+    show_foreign(r)
     if bad:
         pytest.fail("guest console shows kernel problems:\n" + "\n".join(bad))
+
+
+def show_foreign(r):
+    """The reports the console check let pass (vm/rig.py FOREIGN_REPORT: made
+    by a kernel that had no sroce loaded) become warnings of the running test,
+    in pytest's summary and on stderr, so that none goes unseen."""
+    for report in r.take_foreign():
+        msg = ("guest kernel report outside sroce (passes: vm/rig.py FOREIGN_REPORT):\n" +
+               "\n".join(report))
+        sys.stderr.write(msg + "\n")
+        warnings.warn(msg)
 
 
 # What each guest shows right after a test fails: its load, the RDMA counters
