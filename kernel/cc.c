@@ -358,7 +358,7 @@ static enum hrtimer_restart sroce_cc_timer_fn(struct hrtimer *t)
 	if (READ_ONCE(qp->dead))
 		return HRTIMER_NORESTART;
 	if (test_and_clear_bit(SROCE_CC_WAIT_RESP, &cc->waiting))
-		queue_delayed_work(system_highpri_wq, &qp->resp.work, 0);
+		queue_delayed_work(sroce_wq, &qp->resp.work, 0);
 	if (test_and_clear_bit(SROCE_CC_WAIT_REQ, &cc->waiting))
 		sroce_req_kick(qp);
 	return HRTIMER_NORESTART;

@@ -469,9 +469,21 @@ static struct notifier_block sroce_netdev_nb = {
 	.notifier_call = sroce_netdev_event,
 };
 
+struct workqueue_struct *sroce_wq;
+struct workqueue_struct *sroce_yield_wq;
+
 static int __init sroce_init(void)
 {
 	int err;
+
+	sroce_wq = alloc_workqueue("sroce", WQ_HIGHPRI | WQ_MEM_RECLAIM, 0);
+	if (!sroce_wq)
+		return -ENOMEM;
+	sroce_yield_wq = alloc_workqueue("sroce_yield", WQ_MEM_RECLAIM, 0);
+	if (!sroce_yield_wq) {
+		destroy_workqueue(sroce_wq);
+		return -ENOMEM;
+	}
 
 	sroce_net_init_counters();
 	sroce_icrc_init();
@@ -493,6 +505,8 @@ static int __init sroce_init(void)
 
 out_icrc:
 	sroce_icrc_fini();
+	destroy_workqueue(sroce_yield_wq);
+	destroy_workqueue(sroce_wq);
 	return err;
 }
 
@@ -521,6 +535,9 @@ static void __exit sroce_exit(void)
 	sroce_resp_ack_fini();
 	/* Nor a packet to compute an ICRC for. */
 	sroce_icrc_fini();
+	/* Nor a work item: every QP cancelled its own when it was destroyed. */
+	destroy_workqueue(sroce_yield_wq);
+	destroy_workqueue(sroce_wq);
 	/*
 	 * sock_wfree() may have loaded a QP socket's write_space callback
 	 * (ours until destroy_qp restored the socket's own) in a task that

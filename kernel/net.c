@@ -766,9 +766,9 @@ static void sroce_tx_write_space(struct sock *sk)
 	if (READ_ONCE(qp->tx_stalled) && !READ_ONCE(qp->dead) &&
 	    sk_wmem_alloc_get(sk) <= SROCE_TX_LOW * READ_ONCE(qp->tx_unit)) {
 		if (test_and_clear_bit(SROCE_TX_WAIT_REQ, &qp->tx_stalled))
-			queue_work(system_highpri_wq, &qp->req.work);
+			queue_work(sroce_wq, &qp->req.work);
 		if (test_and_clear_bit(SROCE_TX_WAIT_RESP, &qp->tx_stalled))
-			queue_delayed_work(system_highpri_wq, &qp->resp.work, 0);
+			queue_delayed_work(sroce_wq, &qp->resp.work, 0);
 	}
 	sroce_qp_put(qp);
 }

@@ -540,7 +540,7 @@ int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	smp_mb();	/* producer store before state load: sroce_qp_error_locked() */
 	if (READ_ONCE(qp->state) == IB_QPS_ERR) {
 		if (irqs_disabled() || in_hardirq()) {
-			queue_work(system_highpri_wq, &qp->err_work);
+			queue_work(sroce_wq, &qp->err_work);
 		} else {
 			spin_lock_bh(&qp->rq_lock);
 			if (!qp->dead && qp->state == IB_QPS_ERR)

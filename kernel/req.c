@@ -88,7 +88,7 @@ static void sroce_send_cqe(struct sroce_qp *qp, struct sroce_swqe *wqe,
 		sroce_qp_dbg(qp, "send CQ overrun, QP to ERR\n");
 		qp->req.cq_lost = true;
 		if (!qp->dead)
-			queue_work(system_highpri_wq, &qp->err_work);
+			queue_work(sroce_wq, &qp->err_work);
 	}
 }
 
@@ -673,7 +673,7 @@ int sroce_req_send_pkt(struct sroce_qp *qp, struct sroce_swqe *wqe, u32 psn,
 static void sroce_req_defer(struct sroce_qp *qp)
 {
 	if (!qp->dead)
-		queue_work(system_highpri_wq, &qp->req.work);
+		queue_work(sroce_wq, &qp->req.work);
 }
 
 /*
@@ -1134,7 +1134,7 @@ void sroce_req_run_acked_locked(struct sroce_qp *qp)
 {
 	if (in_serving_softirq() && need_resched()) {
 		if (!qp->dead)
-			queue_work(system_wq, &qp->req.yield_work);
+			queue_work(sroce_yield_wq, &qp->req.yield_work);
 		return;
 	}
 	sroce_req_run_locked(qp, SROCE_REQ_BUDGET);

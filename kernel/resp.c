@@ -605,7 +605,7 @@ static void sroce_resp_fatal(struct sroce_qp *qp, u32 psn,
 	qp->resp.failed = true;
 	qp->resp.err_pending = true;
 	if (!qp->dead)
-		queue_work(system_highpri_wq, &qp->err_work);
+		queue_work(sroce_wq, &qp->err_work);
 }
 
 /*
@@ -975,7 +975,7 @@ static void sroce_resp_defer(struct sroce_qp *qp)
 		return;
 	}
 	if (!qp->dead)
-		queue_delayed_work(system_highpri_wq, &qp->resp.work, delay);
+		queue_delayed_work(sroce_wq, &qp->resp.work, delay);
 }
 
 static void sroce_read_kick(struct sroce_qp *qp)

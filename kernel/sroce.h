@@ -638,8 +638,8 @@ struct sroce_req_info {
 	unsigned long		tx_hold_since;	/* jiffies */
 	struct work_struct	work;		/* runs beyond a context's budget */
 	/*
-	 * The same run, for a softirq that yields its CPU: on system_wq (nice
-	 * 0) where work is on system_highpri_wq. A work item must stay on one
+	 * The same run, for a softirq that yields its CPU: on sroce_yield_wq
+	 * (nice 0) where work is on sroce_wq (nice -20). A work item must stay on one
 	 * workqueue: queued on another while it runs, it runs twice at once,
 	 * and cancel_work_sync() waits for one of the two only.
 	 */
@@ -956,6 +956,17 @@ struct sroce_dev *sroce_any_dev_below_rcu(struct net_device *ndev);
 #define SROCE_NO_VLAN	0xffff
 u16 sroce_vlan_of_rcu(struct net_device *ndev);
 void sroce_forget_devs(const struct net *net);
+
+/*
+ * main.c: the workqueues of every QP's work items. sroce_wq (high priority,
+ * as system_highpri_wq) runs req.work, resp.work and err_work; sroce_yield_wq
+ * (normal priority, as system_wq) runs req.yield_work. Both are
+ * WQ_MEM_RECLAIM: storage consumers (NVMe-oF, iSER, SRP, NFS) write back
+ * memory through these QPs, so their progress must not wait for a new worker
+ * under memory pressure (each queue keeps a rescuer thread for that).
+ */
+extern struct workqueue_struct *sroce_wq;
+extern struct workqueue_struct *sroce_yield_wq;
 
 /* icrc.c: sroce_crc32_le() (include/sroce/icrc.h) picks its CRC-32 here */
 void sroce_icrc_init(void);

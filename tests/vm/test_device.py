@@ -356,6 +356,26 @@ def test_rmmod_with_devices_present(g0):
     assert "sroce0/1" in links(g0)
 
 
+def sroce_rescuers(g):
+    """The rescuer threads of sroce's workqueues: named after the queue on 6.1,
+    kworker/R-<queue> on 6.12 (the full name in /proc/PID/comm, or cut to 15
+    characters)."""
+    comms = g.check("cat /proc/[0-9]*/comm 2>/dev/null; true").split()
+    return sorted(c for c in comms if re.fullmatch(r"(kworker/R-)?sroce(_yield)?", c))
+
+
+def test_workqueues_keep_rescuers_for_memory_reclaim(g0):
+    """Both of sroce's workqueues are WQ_MEM_RECLAIM (NVMe-oF, iSER, SRP and NFS
+    write memory back through sroce's QPs): each keeps a rescuer thread while
+    the module is loaded, and rmmod takes both away with the queues."""
+    add_link(g0)  # autoloads
+    assert len(sroce_rescuers(g0)) == 2, sroce_rescuers(g0)
+    g0.check("rmmod sroce", timeout=120)
+    wait_for(lambda: sroce_rescuers(g0) == [], timeout=10, what="the rescuers to go")
+    add_link(g0)
+    assert len(sroce_rescuers(g0)) == 2, sroce_rescuers(g0)
+
+
 def test_rmmod_with_devices_in_namespaces(g0):
     """rmmod with devices in two namespaces besides init_net, one of them
     deleted while rmmod runs: module exit forgets each namespace's devices
